@@ -1,0 +1,9 @@
+/* zkr -- ZooKeeper recipes for C. Include this header to get all of zkr. */
+#ifndef ZKR_ZKR_H
+#define ZKR_ZKR_H
+
+#include <zkr/common.h>
+#include <zkr/version.h>
+#include <zkr/session.h>
+
+#endif /* ZKR_ZKR_H */

@@ -1,0 +1,72 @@
+/* Error names and messages, generated from ZKR_ERRNO_MAP. */
+#include "config.h"
+
+#include "zkr-private.h"
+
+const char *zkr_strerror(int code) {
+  switch (code) {
+  case ZKR_OK:
+    return "success";
+#define XX(name, val, msg)                                                     \
+  case ZKR_##name:                                                             \
+    return msg;
+    ZKR_ERRNO_MAP(XX)
+#undef XX
+  default:
+    break;
+  }
+  if (code < 0 && code >= -127)
+    return zerror(code);
+  return "unknown error";
+}
+
+const char *zkr_err_name(int code) {
+  switch (code) {
+  case ZKR_OK:
+    return "ZKR_OK";
+#define XX(name, val, msg)                                                     \
+  case ZKR_##name:                                                             \
+    return "ZKR_" #name;
+    ZKR_ERRNO_MAP(XX)
+#undef XX
+  default:
+    break;
+  }
+  if (code < 0 && code >= -127)
+    return "ZOO_ERROR";
+  return "UNKNOWN";
+}
+
+int zkr__from_zk(int zrc) {
+  switch (zrc) {
+  case ZOK:
+    return ZKR_OK;
+  case ZCONNECTIONLOSS:
+  case ZOPERATIONTIMEOUT:
+    return ZKR_ECONNLOSS;
+  case ZSESSIONEXPIRED:
+  case ZSESSIONMOVED:
+    return ZKR_ESESSIONLOST;
+  case ZCLOSING:
+  case ZINVALIDSTATE:
+    return ZKR_ESESSIONLOST;
+  case ZNONODE:
+    return ZKR_ENONODE;
+  case ZNODEEXISTS:
+    return ZKR_EEXISTS;
+  case ZNOTEMPTY:
+    return ZKR_ENOTEMPTY;
+  case ZNOAUTH:
+    return ZKR_ENOAUTH;
+  case ZAUTHFAILED:
+    return ZKR_EAUTH;
+  case ZBADVERSION:
+    return ZKR_EBADVERSION;
+  case ZBADARGUMENTS:
+    return ZKR_EINVAL;
+  case ZSYSTEMERROR:
+    return ZKR_ESYS;
+  default:
+    return ZKR_EZK;
+  }
+}

@@ -1,0 +1,1008 @@
+/*
+ * The shared session manager.
+ *
+ * One zkr_session owns one ZooKeeper handle at a time. Three kinds of
+ * threads touch it:
+ *   - the ZooKeeper client's completion thread runs the global watcher
+ *     (session events and node watches) and operation completions;
+ *   - the session's manager thread runs the client-side session clock and
+ *     replaces the handle after a loss (zookeeper_close/zookeeper_init are
+ *     never called from a ZooKeeper callback);
+ *   - the session's event thread runs every user callback, one at a time.
+ * Everything mutable is guarded by s->mu. A handle is swapped only when no
+ * thread is inside a zoo_a* call on it (s->zh_users == 0).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkr-private.h"
+
+_Thread_local int zkr__tls_in_callback;
+
+struct auth {
+  char *scheme;
+  char *cred;
+  struct auth *next;
+};
+
+struct zkr_session_opts {
+  int session_timeout;
+  int connect_timeout;
+  double lost_fraction;
+  int renew;
+  struct auth *auth;
+};
+
+struct listener {
+  uint64_t id;
+  uint64_t since; /* gets only events queued after this sequence number */
+  zkr_session_listener_fn fn;
+  void *ud;
+  struct listener *next;
+};
+
+struct hook {
+  uint64_t id;
+  zkr__state_hook fn;
+  void *ctx;
+  struct hook *next;
+};
+
+struct watch {
+  uint64_t id;
+  char *path;
+  zkr__watch_fn fn;
+  void *ctx;
+  struct watch *next;
+};
+
+struct event {
+  uint64_t seq;
+  int is_closure;
+  zkr_session_event ev;
+  int64_t sid;
+  void (*fn)(void *);
+  void *arg;
+  struct event *next;
+};
+
+/* Per-handle context handed to zookeeper_init as the watcher context. */
+struct hctx {
+  zkr_session *s;
+  uint64_t gen;
+  int connected_once;
+};
+
+struct zkr_session {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;  /* state changes, op completions, zh_users, dispatch */
+  pthread_cond_t mcv; /* wakes the manager thread */
+  pthread_cond_t ecv; /* wakes the event thread */
+  atomic_int refs;
+
+  char *hosts;
+  zkr_session_opts opts; /* copy; opts.auth is owned */
+
+  zhandle_t *zh;
+  struct hctx *hctx;
+  int zh_users;
+  uint64_t gen; /* ZooKeeper sessions opened so far; +1 at every loss */
+
+  zkr_session_state state;
+  int64_t session_id;
+  int timeout_ms; /* negotiated */
+  int64_t suspended_at;
+  int need_renew;
+  int64_t renew_at;
+  int renew_enabled;
+  int auth_failed;
+  int closing;
+
+  uint64_t next_id;
+  uint64_t ev_seq;
+  struct listener *listeners;
+  struct hook *hooks;
+  struct watch *watches;
+  uint64_t running_listener;
+  uint64_t running_hook;
+  pthread_t running_hook_thread;
+  uint64_t running_watch;
+  pthread_t running_watch_thread;
+
+  struct event *evq, *evq_tail;
+  int ev_stop;
+  pthread_t event_thread;
+  pthread_t manager_thread;
+  int threads_started;
+};
+
+/* ------------------------------------------------------------------ */
+/* options */
+
+int zkr_session_opts_new(zkr_session_opts **out) {
+  if (!out)
+    return ZKR_EINVAL;
+  zkr_session_opts *o = calloc(1, sizeof *o);
+  if (!o)
+    return ZKR_ENOMEM;
+  o->session_timeout = 10000;
+  o->connect_timeout = 10000;
+  o->lost_fraction = 0.25;
+  o->renew = 1;
+  *out = o;
+  return ZKR_OK;
+}
+
+static void auth_free(struct auth *a) {
+  while (a) {
+    struct auth *n = a->next;
+    free(a->scheme);
+    free(a->cred);
+    free(a);
+    a = n;
+  }
+}
+
+void zkr_session_opts_free(zkr_session_opts *opts) {
+  if (!opts)
+    return;
+  auth_free(opts->auth);
+  free(opts);
+}
+
+int zkr_session_opts_set_session_timeout(zkr_session_opts *opts, int ms) {
+  if (!opts || ms < 1)
+    return ZKR_EINVAL;
+  opts->session_timeout = ms;
+  return ZKR_OK;
+}
+
+int zkr_session_opts_set_connect_timeout(zkr_session_opts *opts, int ms) {
+  if (!opts || ms < 1)
+    return ZKR_EINVAL;
+  opts->connect_timeout = ms;
+  return ZKR_OK;
+}
+
+int zkr_session_opts_set_lost_fraction(zkr_session_opts *opts,
+                                       double fraction) {
+  if (!opts || !(fraction > 0.0 && fraction <= 10.0))
+    return ZKR_EINVAL;
+  opts->lost_fraction = fraction;
+  return ZKR_OK;
+}
+
+int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew) {
+  if (!opts)
+    return ZKR_EINVAL;
+  opts->renew = renew != 0;
+  return ZKR_OK;
+}
+
+static struct auth *auth_new(const char *scheme, const char *cred) {
+  struct auth *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->scheme = zkr__strdup(scheme);
+  a->cred = zkr__strdup(cred);
+  if (!a->scheme || !a->cred) {
+    auth_free(a);
+    return NULL;
+  }
+  return a;
+}
+
+int zkr_session_opts_add_auth(zkr_session_opts *opts, const char *scheme,
+                              const char *cred) {
+  if (!opts || !scheme || !scheme[0] || !cred)
+    return ZKR_EINVAL;
+  struct auth *a = auth_new(scheme, cred);
+  if (!a)
+    return ZKR_ENOMEM;
+  struct auth **pp = &opts->auth;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = a;
+  return ZKR_OK;
+}
+
+static int opts_copy(zkr_session_opts *dst, const zkr_session_opts *src) {
+  *dst = *src;
+  dst->auth = NULL;
+  struct auth **pp = &dst->auth;
+  for (const struct auth *a = src->auth; a; a = a->next) {
+    *pp = auth_new(a->scheme, a->cred);
+    if (!*pp) {
+      auth_free(dst->auth);
+      dst->auth = NULL;
+      return ZKR_ENOMEM;
+    }
+    pp = &(*pp)->next;
+  }
+  return ZKR_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* names */
+
+const char *zkr_session_state_name(zkr_session_state state) {
+  switch (state) {
+  case ZKR_STATE_CONNECTING:
+    return "CONNECTING";
+  case ZKR_STATE_CONNECTED:
+    return "CONNECTED";
+  case ZKR_STATE_SUSPENDED:
+    return "SUSPENDED";
+  case ZKR_STATE_LOST:
+    return "LOST";
+  case ZKR_STATE_CLOSED:
+    return "CLOSED";
+  }
+  return "UNKNOWN";
+}
+
+const char *zkr_session_event_name(zkr_session_event ev) {
+  switch (ev) {
+  case ZKR_EV_CONNECTED:
+    return "CONNECTED";
+  case ZKR_EV_SUSPENDED:
+    return "SUSPENDED";
+  case ZKR_EV_RECONNECTED:
+    return "RECONNECTED";
+  case ZKR_EV_LOST:
+    return "LOST";
+  case ZKR_EV_CLOSED:
+    return "CLOSED";
+  }
+  return "UNKNOWN";
+}
+
+/* ------------------------------------------------------------------ */
+/* references */
+
+static void session_free(zkr_session *s) {
+  struct listener *l = s->listeners;
+  while (l) {
+    struct listener *n = l->next;
+    free(l);
+    l = n;
+  }
+  struct hook *h = s->hooks;
+  while (h) {
+    struct hook *n = h->next;
+    free(h);
+    h = n;
+  }
+  struct watch *w = s->watches;
+  while (w) {
+    struct watch *n = w->next;
+    free(w->path);
+    free(w);
+    w = n;
+  }
+  struct event *e = s->evq;
+  while (e) {
+    struct event *n = e->next;
+    free(e);
+    e = n;
+  }
+  auth_free(s->opts.auth);
+  free(s->hosts);
+  pthread_cond_destroy(&s->cv);
+  pthread_cond_destroy(&s->mcv);
+  pthread_cond_destroy(&s->ecv);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+void zkr__session_ref(zkr_session *s) {
+  atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+
+void zkr__session_unref(zkr_session *s) {
+  if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+    session_free(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* event queue (callers hold s->mu) */
+
+static void push_event(zkr_session *s, struct event *e) {
+  e->next = NULL;
+  if (s->evq_tail)
+    s->evq_tail->next = e;
+  else
+    s->evq = e;
+  s->evq_tail = e;
+  pthread_cond_signal(&s->ecv);
+}
+
+/* Queue a listener event. Allocation failure drops the event for the
+ * user's listeners only; internal hooks are called regardless. */
+static void push_state_event(zkr_session *s, zkr_session_event ev,
+                             int64_t sid) {
+  struct event *e = calloc(1, sizeof *e);
+  if (!e) {
+    zkr__log(ZKR_LOG_ERROR, "out of memory: %s event not delivered",
+             zkr_session_event_name(ev));
+    return;
+  }
+  e->ev = ev;
+  e->sid = sid;
+  e->seq = ++s->ev_seq;
+  push_event(s, e);
+}
+
+int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg) {
+  struct event *e = calloc(1, sizeof *e);
+  if (!e)
+    return ZKR_ENOMEM;
+  e->is_closure = 1;
+  e->fn = fn;
+  e->arg = arg;
+  pthread_mutex_lock(&s->mu);
+  if (s->ev_stop) {
+    pthread_mutex_unlock(&s->mu);
+    free(e);
+    return ZKR_ECLOSED;
+  }
+  push_event(s, e);
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
+static void *event_main(void *arg) {
+  zkr_session *s = arg;
+  zkr__tls_in_callback = 1;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->evq && !s->ev_stop)
+      pthread_cond_wait(&s->ecv, &s->mu);
+    struct event *e = s->evq;
+    if (!e)
+      break; /* stopped and drained */
+    s->evq = e->next;
+    if (!s->evq)
+      s->evq_tail = NULL;
+    if (e->is_closure) {
+      pthread_mutex_unlock(&s->mu);
+      e->fn(e->arg);
+      pthread_mutex_lock(&s->mu);
+    } else {
+      uint64_t last = 0;
+      for (;;) {
+        struct listener *l = s->listeners;
+        while (l && (l->id <= last || l->since >= e->seq))
+          l = l->next;
+        if (!l)
+          break;
+        last = l->id;
+        zkr_session_listener_fn fn = l->fn;
+        void *ud = l->ud;
+        s->running_listener = l->id;
+        pthread_mutex_unlock(&s->mu);
+        fn(s, e->ev, e->sid, ud);
+        pthread_mutex_lock(&s->mu);
+        s->running_listener = 0;
+        pthread_cond_broadcast(&s->cv);
+      }
+    }
+    free(e);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* internal hooks: called with s->mu NOT held */
+
+static void call_hooks(zkr_session *s, zkr_session_event ev, int64_t sid) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t last = 0;
+  for (;;) {
+    struct hook *h = s->hooks;
+    while (h && h->id <= last)
+      h = h->next;
+    if (!h)
+      break;
+    last = h->id;
+    zkr__state_hook fn = h->fn;
+    void *ctx = h->ctx;
+    s->running_hook = h->id;
+    s->running_hook_thread = pthread_self();
+    pthread_mutex_unlock(&s->mu);
+    fn(s, ev, sid, ctx);
+    pthread_mutex_lock(&s->mu);
+    s->running_hook = 0;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+int zkr__session_hook_add(zkr_session *s, zkr__state_hook fn, void *ctx,
+                          uint64_t *id) {
+  struct hook *h = calloc(1, sizeof *h);
+  if (!h)
+    return ZKR_ENOMEM;
+  h->fn = fn;
+  h->ctx = ctx;
+  pthread_mutex_lock(&s->mu);
+  h->id = ++s->next_id;
+  struct hook **pp = &s->hooks;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = h;
+  if (id)
+    *id = h->id;
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
+void zkr__session_hook_remove(zkr_session *s, uint64_t id) {
+  pthread_mutex_lock(&s->mu);
+  for (struct hook **pp = &s->hooks; *pp; pp = &(*pp)->next) {
+    if ((*pp)->id == id) {
+      struct hook *h = *pp;
+      *pp = h->next;
+      free(h);
+      break;
+    }
+  }
+  while (s->running_hook == id &&
+         !pthread_equal(s->running_hook_thread, pthread_self()))
+    pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* watch registry */
+
+int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_fn fn,
+                   void *ctx, uint64_t *id) {
+  struct watch *w = calloc(1, sizeof *w);
+  if (!w)
+    return ZKR_ENOMEM;
+  w->path = zkr__strdup(path);
+  if (!w->path) {
+    free(w);
+    return ZKR_ENOMEM;
+  }
+  w->fn = fn;
+  w->ctx = ctx;
+  pthread_mutex_lock(&s->mu);
+  w->id = ++s->next_id;
+  w->next = s->watches;
+  s->watches = w;
+  if (id)
+    *id = w->id;
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
+void zkr__watch_remove(zkr_session *s, uint64_t id) {
+  if (id == 0)
+    return;
+  pthread_mutex_lock(&s->mu);
+  for (struct watch **pp = &s->watches; *pp; pp = &(*pp)->next) {
+    if ((*pp)->id == id) {
+      struct watch *w = *pp;
+      *pp = w->next;
+      free(w->path);
+      free(w);
+      break;
+    }
+  }
+  while (s->running_watch == id &&
+         !pthread_equal(s->running_watch_thread, pthread_self()))
+    pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
+                           const char *path) {
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    if (hc->gen != s->gen || s->closing)
+      break; /* a watch of a session that is gone: nobody cares */
+    struct watch **pp = &s->watches;
+    while (*pp && strcmp((*pp)->path, path) != 0)
+      pp = &(*pp)->next;
+    struct watch *w = *pp;
+    if (!w)
+      break;
+    *pp = w->next; /* one-shot */
+    s->running_watch = w->id;
+    s->running_watch_thread = pthread_self();
+    pthread_mutex_unlock(&s->mu);
+    w->fn(s, type, path, w->ctx);
+    free(w->path);
+    free(w);
+    pthread_mutex_lock(&s->mu);
+    s->running_watch = 0;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* state machine */
+
+/* Under s->mu: the session is gone; returns the lost id. */
+static int64_t mark_lost(zkr_session *s) {
+  int64_t sid = s->session_id;
+  s->state = ZKR_STATE_LOST;
+  s->session_id = 0;
+  s->suspended_at = 0;
+  s->gen++;
+  s->need_renew = 1;
+  s->renew_at = 0;
+  push_state_event(s, ZKR_EV_LOST, sid);
+  pthread_cond_broadcast(&s->cv);
+  pthread_cond_signal(&s->mcv);
+  return sid;
+}
+
+static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
+                             int zstate) {
+  int have_ev = 0;
+  zkr_session_event ev = ZKR_EV_CONNECTED;
+  int64_t sid = 0;
+  pthread_mutex_lock(&s->mu);
+  if (hc->gen != s->gen || s->closing) {
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
+    const clientid_t *cid = zoo_client_id(zh);
+    sid = cid ? cid->client_id : 0;
+    ev = hc->connected_once ? ZKR_EV_RECONNECTED : ZKR_EV_CONNECTED;
+    hc->connected_once = 1;
+    s->state = ZKR_STATE_CONNECTED;
+    s->session_id = sid;
+    s->timeout_ms = zoo_recv_timeout(zh);
+    s->suspended_at = 0;
+    have_ev = 1;
+    zkr__log(ZKR_LOG_INFO, "session 0x%llx %s (timeout %d ms)",
+             (unsigned long long)sid,
+             ev == ZKR_EV_CONNECTED ? "established" : "reconnected",
+             s->timeout_ms);
+    push_state_event(s, ev, sid);
+    pthread_cond_broadcast(&s->cv);
+    pthread_cond_signal(&s->mcv);
+  } else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
+             zstate == ZOO_AUTH_FAILED_STATE) {
+    if (zstate == ZOO_AUTH_FAILED_STATE) {
+      s->auth_failed = 1;
+      s->renew_enabled = 0; /* the same credentials would fail again */
+    }
+    zkr__log(ZKR_LOG_WARN, "session 0x%llx %s",
+             (unsigned long long)s->session_id,
+             zstate == ZOO_EXPIRED_SESSION_STATE ? "expired"
+                                                 : "authentication failed");
+    ev = ZKR_EV_LOST;
+    sid = mark_lost(s);
+    have_ev = 1;
+  } else if (s->state == ZKR_STATE_CONNECTED) {
+    /* ZOO_CONNECTING_STATE / ZOO_ASSOCIATING_STATE: disconnected */
+    s->state = ZKR_STATE_SUSPENDED;
+    s->suspended_at = zkr__now_ms();
+    sid = s->session_id;
+    ev = ZKR_EV_SUSPENDED;
+    have_ev = 1;
+    zkr__log(ZKR_LOG_INFO, "session 0x%llx suspended (disconnected)",
+             (unsigned long long)sid);
+    push_state_event(s, ev, sid);
+    pthread_cond_broadcast(&s->cv);
+    pthread_cond_signal(&s->mcv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (have_ev)
+    call_hooks(s, ev, sid);
+}
+
+static void global_watcher(zhandle_t *zh, int type, int state, const char *path,
+                           void *ctx) {
+  struct hctx *hc = ctx;
+  if (!hc)
+    return;
+  zkr__tls_in_callback++;
+  if (type == ZOO_SESSION_EVENT)
+    on_session_event(hc->s, hc, zh, state);
+  else if (path && path[0])
+    dispatch_watch(hc->s, hc, type, path);
+  zkr__tls_in_callback--;
+}
+
+/* Under s->mu: open a ZooKeeper handle for the current generation. */
+static int open_handle(zkr_session *s) {
+  struct hctx *hc = calloc(1, sizeof *hc);
+  if (!hc)
+    return ZKR_ENOMEM;
+  hc->s = s;
+  hc->gen = s->gen;
+  errno = 0;
+  zhandle_t *zh =
+      zookeeper_init2(s->hosts, global_watcher, s->opts.session_timeout, NULL,
+                      hc, 0, zkr__zk_log_cb);
+  if (!zh) {
+    int e = errno;
+    free(hc);
+    zkr__log(ZKR_LOG_ERROR, "zookeeper_init(%s) failed: %s", s->hosts,
+             strerror(e ? e : EINVAL));
+    return e == ENOMEM ? ZKR_ENOMEM : ZKR_ECONNECT;
+  }
+  for (struct auth *a = s->opts.auth; a; a = a->next) {
+    int rc =
+        zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred), NULL, NULL);
+    if (rc != ZOK)
+      zkr__log(ZKR_LOG_ERROR, "zoo_add_auth(%s) failed: %s", a->scheme,
+               zerror(rc));
+  }
+  s->zh = zh;
+  s->hctx = hc;
+  s->state = ZKR_STATE_CONNECTING;
+  return ZKR_OK;
+}
+
+/* Under s->mu: detach the current handle, wait until nobody uses it, and
+ * close it with s->mu released. Returns with s->mu held. */
+static void drop_handle(zkr_session *s) {
+  zhandle_t *zh = s->zh;
+  struct hctx *hc = s->hctx;
+  s->zh = NULL;
+  s->hctx = NULL;
+  while (s->zh_users > 0)
+    pthread_cond_wait(&s->cv, &s->mu);
+  if (!zh)
+    return;
+  pthread_mutex_unlock(&s->mu);
+  zookeeper_close(zh); /* joins the client's threads: no more callbacks */
+  free(hc);
+  pthread_mutex_lock(&s->mu);
+}
+
+static void *manager_main(void *arg) {
+  zkr_session *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->closing) {
+    int64_t now = zkr__now_ms();
+    if (s->need_renew && now >= s->renew_at) {
+      s->need_renew = 0;
+      drop_handle(s);
+      if (s->closing)
+        break;
+      if (!s->renew_enabled) {
+        continue; /* stays LOST */
+      }
+      if (open_handle(s) != ZKR_OK) {
+        s->need_renew = 1; /* try again shortly */
+        s->renew_at = zkr__now_ms() + 1000;
+      }
+      pthread_cond_broadcast(&s->cv);
+      continue;
+    }
+    int64_t deadline = -1;
+    if (s->need_renew)
+      deadline = s->renew_at;
+    if (s->state == ZKR_STATE_SUSPENDED && s->timeout_ms > 0) {
+      int64_t lost_at =
+          s->suspended_at + (int64_t)(s->opts.lost_fraction * s->timeout_ms);
+      if (now >= lost_at) {
+        zkr__log(ZKR_LOG_WARN,
+                 "session 0x%llx declared lost: disconnected for %lld ms "
+                 "(%.2f of the %d ms session timeout)",
+                 (unsigned long long)s->session_id,
+                 (long long)(now - s->suspended_at), s->opts.lost_fraction,
+                 s->timeout_ms);
+        int64_t sid = mark_lost(s);
+        pthread_mutex_unlock(&s->mu);
+        call_hooks(s, ZKR_EV_LOST, sid);
+        pthread_mutex_lock(&s->mu);
+        continue;
+      }
+      if (deadline < 0 || lost_at < deadline)
+        deadline = lost_at;
+    }
+    zkr__cond_wait_until(&s->mcv, &s->mu, deadline);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* public API */
+
+int zkr_session_new(zkr_session **out, const char *hosts,
+                    const zkr_session_opts *opts) {
+  if (!out || !hosts)
+    return ZKR_EINVAL;
+  int rc = zkr__hosts_check(hosts);
+  if (rc != ZKR_OK)
+    return rc;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  zkr_session *s = calloc(1, sizeof *s);
+  if (!s)
+    return ZKR_ENOMEM;
+  zkr_session_opts defaults;
+  if (!opts) {
+    memset(&defaults, 0, sizeof defaults);
+    defaults.session_timeout = 10000;
+    defaults.connect_timeout = 10000;
+    defaults.lost_fraction = 0.25;
+    defaults.renew = 1;
+    opts = &defaults;
+  }
+  if (opts_copy(&s->opts, opts) != ZKR_OK) {
+    free(s);
+    return ZKR_ENOMEM;
+  }
+  s->hosts = zkr__strdup(hosts);
+  if (!s->hosts) {
+    auth_free(s->opts.auth);
+    free(s);
+    return ZKR_ENOMEM;
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  zkr__cond_init(&s->cv);
+  zkr__cond_init(&s->mcv);
+  zkr__cond_init(&s->ecv);
+  atomic_init(&s->refs, 1);
+  s->renew_enabled = s->opts.renew;
+  s->gen = 1;
+
+  pthread_mutex_lock(&s->mu);
+  rc = open_handle(s);
+  pthread_mutex_unlock(&s->mu);
+  if (rc != ZKR_OK) {
+    session_free(s);
+    return rc;
+  }
+  if (pthread_create(&s->event_thread, NULL, event_main, s) != 0) {
+    pthread_mutex_lock(&s->mu);
+    drop_handle(s);
+    pthread_mutex_unlock(&s->mu);
+    session_free(s);
+    return ZKR_ESYS;
+  }
+  if (pthread_create(&s->manager_thread, NULL, manager_main, s) != 0) {
+    pthread_mutex_lock(&s->mu);
+    s->ev_stop = 1;
+    pthread_cond_signal(&s->ecv);
+    drop_handle(s);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->event_thread, NULL);
+    session_free(s);
+    return ZKR_ESYS;
+  }
+  s->threads_started = 1;
+
+  /* Wait for the first session. */
+  int64_t deadline = zkr__deadline(s->opts.connect_timeout);
+  pthread_mutex_lock(&s->mu);
+  while (s->state != ZKR_STATE_CONNECTED && !s->auth_failed) {
+    if (zkr__cond_wait_until(&s->cv, &s->mu, deadline) == ETIMEDOUT)
+      break;
+  }
+  int ok = s->state == ZKR_STATE_CONNECTED;
+  int auth_failed = s->auth_failed;
+  pthread_mutex_unlock(&s->mu);
+  if (!ok) {
+    zkr__log(ZKR_LOG_ERROR, "no ZooKeeper session with %s within %d ms", hosts,
+             s->opts.connect_timeout);
+    zkr_session_close(s);
+    return auth_failed ? ZKR_EAUTH : ZKR_ECONNECT;
+  }
+  *out = s;
+  return ZKR_OK;
+}
+
+int zkr_session_close(zkr_session *s) {
+  if (!s)
+    return ZKR_OK;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  pthread_mutex_lock(&s->mu);
+  if (s->closing) {
+    pthread_mutex_unlock(&s->mu);
+    return ZKR_ECLOSED;
+  }
+  s->closing = 1;
+  int64_t sid = s->session_id;
+  s->state = ZKR_STATE_CLOSED;
+  s->session_id = 0;
+  s->gen++;
+  pthread_cond_broadcast(&s->cv);
+  pthread_cond_signal(&s->mcv);
+  pthread_mutex_unlock(&s->mu);
+
+  pthread_join(s->manager_thread, NULL);
+
+  pthread_mutex_lock(&s->mu);
+  drop_handle(s);
+  pthread_mutex_unlock(&s->mu);
+
+  call_hooks(s, ZKR_EV_CLOSED, sid);
+
+  pthread_mutex_lock(&s->mu);
+  push_state_event(s, ZKR_EV_CLOSED, sid);
+  s->ev_stop = 1;
+  pthread_cond_signal(&s->ecv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->event_thread, NULL);
+
+  zkr__session_unref(s);
+  return ZKR_OK;
+}
+
+zkr_session_state zkr_session_state_get(const zkr_session *cs) {
+  if (!cs)
+    return ZKR_STATE_CLOSED;
+  zkr_session *s = (zkr_session *)cs;
+  pthread_mutex_lock(&s->mu);
+  zkr_session_state st = s->state;
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+int64_t zkr_session_id(const zkr_session *cs) {
+  if (!cs)
+    return 0;
+  zkr_session *s = (zkr_session *)cs;
+  pthread_mutex_lock(&s->mu);
+  int64_t sid =
+      s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED
+          ? s->session_id
+          : 0;
+  pthread_mutex_unlock(&s->mu);
+  return sid;
+}
+
+int zkr_session_timeout(const zkr_session *cs) {
+  if (!cs)
+    return 0;
+  zkr_session *s = (zkr_session *)cs;
+  pthread_mutex_lock(&s->mu);
+  int t = s->timeout_ms;
+  pthread_mutex_unlock(&s->mu);
+  return t;
+}
+
+int zkr__session_wait_usable(zkr_session *s, int64_t deadline_ms) {
+  pthread_mutex_lock(&s->mu);
+  int rc = ZKR_OK;
+  for (;;) {
+    if (s->closing) {
+      rc = ZKR_ECLOSED;
+      break;
+    }
+    if (s->state == ZKR_STATE_CONNECTED)
+      break;
+    if (s->state == ZKR_STATE_LOST && !s->renew_enabled) {
+      rc = ZKR_ESESSIONLOST;
+      break;
+    }
+    if (zkr__cond_wait_until(&s->cv, &s->mu, deadline_ms) == ETIMEDOUT) {
+      rc = s->state == ZKR_STATE_CONNECTED ? ZKR_OK : ZKR_ETIMEDOUT;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int zkr_session_wait_connected(zkr_session *s, int64_t timeout_ms) {
+  if (!s)
+    return ZKR_EINVAL;
+  if (zkr__tls_in_callback && timeout_ms != 0)
+    return ZKR_EDEADLK;
+  return zkr__session_wait_usable(s, zkr__deadline(timeout_ms));
+}
+
+int zkr__session_get_zh(zkr_session *s, zhandle_t **zh, uint64_t *gen) {
+  pthread_mutex_lock(&s->mu);
+  int rc = ZKR_OK;
+  if (s->closing)
+    rc = ZKR_ECLOSED;
+  else if (!s->zh || s->state == ZKR_STATE_LOST)
+    rc = s->renew_enabled ? ZKR_ECONNLOSS : ZKR_ESESSIONLOST;
+  else {
+    s->zh_users++;
+    *zh = s->zh;
+    if (gen)
+      *gen = s->gen;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+void zkr__session_put_zh(zkr_session *s) {
+  pthread_mutex_lock(&s->mu);
+  if (--s->zh_users == 0)
+    pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t zkr__session_generation(zkr_session *s, int64_t *session_id) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t g = s->gen;
+  if (session_id)
+    *session_id = s->session_id;
+  pthread_mutex_unlock(&s->mu);
+  return g;
+}
+
+int zkr_session_add_listener(zkr_session *s, zkr_session_listener_fn fn,
+                             void *user_data, uint64_t *id_out) {
+  if (!s || !fn)
+    return ZKR_EINVAL;
+  struct listener *l = calloc(1, sizeof *l);
+  if (!l)
+    return ZKR_ENOMEM;
+  l->fn = fn;
+  l->ud = user_data;
+  pthread_mutex_lock(&s->mu);
+  if (s->closing) {
+    pthread_mutex_unlock(&s->mu);
+    free(l);
+    return ZKR_ECLOSED;
+  }
+  l->id = ++s->next_id;
+  l->since = s->ev_seq;
+  struct listener **pp = &s->listeners;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = l;
+  if (id_out)
+    *id_out = l->id;
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
+int zkr_session_remove_listener(zkr_session *s, uint64_t id) {
+  if (!s)
+    return ZKR_EINVAL;
+  int found = 0;
+  pthread_mutex_lock(&s->mu);
+  for (struct listener **pp = &s->listeners; *pp; pp = &(*pp)->next) {
+    if ((*pp)->id == id) {
+      struct listener *l = *pp;
+      *pp = l->next;
+      free(l);
+      found = 1;
+      break;
+    }
+  }
+  if (found && !pthread_equal(pthread_self(), s->event_thread))
+    while (s->running_listener == id)
+      pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  return found ? ZKR_OK : ZKR_EINVAL;
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers for operation waiters (zkops.c) */
+
+void zkr__session_lock(zkr_session *s) {
+  pthread_mutex_lock(&s->mu);
+}
+
+void zkr__session_unlock(zkr_session *s) {
+  pthread_mutex_unlock(&s->mu);
+}
+
+int zkr__session_wait_locked(zkr_session *s, int64_t deadline_ms) {
+  return zkr__cond_wait_until(&s->cv, &s->mu, deadline_ms);
+}
+
+void zkr__session_broadcast_locked(zkr_session *s) {
+  pthread_cond_broadcast(&s->cv);
+}
+
+int zkr__session_closing_locked(zkr_session *s) {
+  return s->closing;
+}

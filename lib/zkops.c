@@ -1,0 +1,310 @@
+/*
+ * Synchronous ZooKeeper operations with a deadline.
+ *
+ * Each operation is issued with the client's asynchronous API on the
+ * session's current handle and waited for on the session's condition
+ * variable, so a waiter wakes at its deadline, when the session closes, or
+ * when the reply comes, whichever is first. An operation abandoned at its
+ * deadline is freed by its completion, which always runs (the client calls
+ * every pending completion, with an error, when a handle is closed).
+ * Connection loss and operation time-outs are retried with bounded
+ * exponential back-off until the deadline, never past it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkr-private.h"
+
+enum op_kind { OP_CREATE, OP_DELETE, OP_EXISTS, OP_GET, OP_SET, OP_CHILDREN };
+
+struct op {
+  zkr_session *s;
+  int refs; /* under the session mutex: waiter + completion */
+  int done;
+  int zrc;
+  zkr__result res;
+};
+
+struct spec {
+  enum op_kind kind;
+  const char *path;
+  const char *data;
+  int datalen;
+  int flags;
+  int version;
+};
+
+void zkr__result_clear(zkr__result *r) {
+  if (!r)
+    return;
+  free(r->path);
+  free(r->data);
+  deallocate_String_vector(&r->names);
+  memset(r, 0, sizeof *r);
+}
+
+int zkr__retryable(int zrc) {
+  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
+}
+
+int64_t zkr__backoff_ms(int attempt) {
+  int64_t ms = 10;
+  for (int i = 0; i < attempt && ms < 1000; i++)
+    ms *= 2;
+  return ms > 1000 ? 1000 : ms;
+}
+
+/* Completion side: record, wake, and free if the waiter is gone. */
+static void op_finish(struct op *op, int zrc) {
+  zkr_session *s = op->s;
+  zkr__session_lock(s);
+  op->zrc = zrc;
+  op->done = 1;
+  int last = --op->refs == 0;
+  zkr__session_broadcast_locked(s);
+  zkr__session_unlock(s);
+  if (last) {
+    zkr__result_clear(&op->res);
+    free(op);
+  }
+}
+
+static void string_stat_cb(int rc, const char *value, const struct Stat *stat,
+                           const void *data) {
+  struct op *op = (struct op *)data;
+  zkr__tls_in_callback++;
+  if (rc == ZOK) {
+    if (value)
+      op->res.path = zkr__strdup(value);
+    if (stat)
+      op->res.stat = *stat;
+  }
+  op_finish(op, rc);
+  zkr__tls_in_callback--;
+}
+
+static void void_cb(int rc, const void *data) {
+  zkr__tls_in_callback++;
+  op_finish((struct op *)data, rc);
+  zkr__tls_in_callback--;
+}
+
+static void stat_cb(int rc, const struct Stat *stat, const void *data) {
+  struct op *op = (struct op *)data;
+  zkr__tls_in_callback++;
+  if (rc == ZOK && stat)
+    op->res.stat = *stat;
+  op_finish(op, rc);
+  zkr__tls_in_callback--;
+}
+
+static void data_cb(int rc, const char *value, int len, const struct Stat *stat,
+                    const void *data) {
+  struct op *op = (struct op *)data;
+  zkr__tls_in_callback++;
+  if (rc == ZOK) {
+    if (stat)
+      op->res.stat = *stat;
+    op->res.datalen = value ? len : -1;
+    op->res.data = malloc(value && len > 0 ? (size_t)len + 1 : 1);
+    if (op->res.data) {
+      if (value && len > 0)
+        memcpy(op->res.data, value, (size_t)len);
+      op->res.data[value && len > 0 ? len : 0] = '\0';
+    } else {
+      rc = ZSYSTEMERROR;
+    }
+  }
+  op_finish(op, rc);
+  zkr__tls_in_callback--;
+}
+
+static void strings_cb(int rc, const struct String_vector *strings,
+                       const void *data) {
+  struct op *op = (struct op *)data;
+  zkr__tls_in_callback++;
+  if (rc == ZOK && strings && strings->count > 0) {
+    op->res.names.data = calloc((size_t)strings->count, sizeof(char *));
+    if (!op->res.names.data) {
+      rc = ZSYSTEMERROR;
+    } else {
+      op->res.names.count = strings->count;
+      for (int i = 0; i < strings->count; i++) {
+        op->res.names.data[i] = zkr__strdup(strings->data[i]);
+        if (!op->res.names.data[i])
+          rc = ZSYSTEMERROR;
+      }
+    }
+  }
+  op_finish(op, rc);
+  zkr__tls_in_callback--;
+}
+
+static int start(zhandle_t *zh, const struct spec *sp, struct op *op) {
+  switch (sp->kind) {
+  case OP_CREATE:
+    return zoo_acreate2(zh, sp->path, sp->data, sp->datalen,
+                        &ZOO_OPEN_ACL_UNSAFE, sp->flags, string_stat_cb, op);
+  case OP_DELETE:
+    return zoo_adelete(zh, sp->path, sp->version, void_cb, op);
+  case OP_EXISTS:
+    return zoo_aexists(zh, sp->path, 0, stat_cb, op);
+  case OP_GET:
+    return zoo_aget(zh, sp->path, 0, data_cb, op);
+  case OP_SET:
+    return zoo_aset(zh, sp->path, sp->data, sp->datalen, sp->version, stat_cb,
+                    op);
+  case OP_CHILDREN:
+    return zoo_aget_children(zh, sp->path, 0, strings_cb, op);
+  }
+  return ZBADARGUMENTS;
+}
+
+/* Is it safe to send this operation again after a lost reply? */
+static int may_repeat(const struct spec *sp) {
+  if (sp->kind == OP_CREATE)
+    return !(sp->flags & ZOO_SEQUENCE); /* a repeat may give EEXISTS */
+  if (sp->kind == OP_SET)
+    return sp->version >= 0; /* conditional: a repeat gives BADVERSION */
+  return 1;
+}
+
+static int run(zkr_session *s, const struct spec *sp, int64_t deadline,
+               zkr__result *res) {
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  for (int attempt = 0;; attempt++) {
+    int rc = zkr__session_wait_usable(s, deadline);
+    if (rc != ZKR_OK)
+      return rc;
+    zhandle_t *zh;
+    rc = zkr__session_get_zh(s, &zh, NULL);
+    if (rc == ZKR_ECONNLOSS)
+      goto backoff; /* between sessions */
+    if (rc != ZKR_OK)
+      return rc;
+    struct op *op = calloc(1, sizeof *op);
+    if (!op) {
+      zkr__session_put_zh(s);
+      return ZKR_ENOMEM;
+    }
+    op->s = s;
+    op->refs = 2;
+    int zrc = start(zh, sp, op);
+    zkr__session_put_zh(s);
+    if (zrc != ZOK) {
+      free(op);
+      if (zkr__retryable(zrc) || zrc == ZINVALIDSTATE)
+        goto backoff;
+      return zkr__from_zk(zrc);
+    }
+    zkr__session_lock(s);
+    int timed_out = 0;
+    while (!op->done && !zkr__session_closing_locked(s)) {
+      if (zkr__session_wait_locked(s, deadline) == ETIMEDOUT) {
+        timed_out = !op->done;
+        break;
+      }
+    }
+    if (!op->done) {
+      int closing = zkr__session_closing_locked(s);
+      op->refs--; /* the completion frees it */
+      zkr__session_unlock(s);
+      (void)timed_out;
+      return closing ? ZKR_ECLOSED : ZKR_ETIMEDOUT;
+    }
+    op->refs--;
+    zkr__session_unlock(s);
+    zrc = op->zrc;
+    if (zrc == ZOK && res) {
+      *res = op->res;
+      memset(&op->res, 0, sizeof op->res);
+    }
+    zkr__result_clear(&op->res);
+    free(op);
+    if (zrc == ZOK)
+      return ZKR_OK;
+    if (attempt > 0 && sp->kind == OP_DELETE && zrc == ZNONODE)
+      return ZKR_OK; /* an earlier attempt deleted it; its reply was lost */
+    if (!(zkr__retryable(zrc) && may_repeat(sp)))
+      return zkr__from_zk(zrc);
+  backoff:
+    if (deadline >= 0 && zkr__now_ms() >= deadline)
+      return ZKR_ETIMEDOUT;
+    {
+      int64_t pause = zkr__backoff_ms(attempt);
+      if (deadline >= 0 && zkr__now_ms() + pause > deadline)
+        pause = deadline - zkr__now_ms();
+      zkr__sleep_ms(pause);
+    }
+  }
+}
+
+int zkr__zk_create(zkr_session *s, const char *path, const char *data,
+                   int datalen, int flags, int64_t deadline_ms,
+                   zkr__result *res) {
+  struct spec sp = {OP_CREATE, path, data, datalen, flags, -1};
+  return run(s, &sp, deadline_ms, res);
+}
+
+int zkr__zk_delete(zkr_session *s, const char *path, int version,
+                   int64_t deadline_ms) {
+  struct spec sp = {OP_DELETE, path, NULL, 0, 0, version};
+  return run(s, &sp, deadline_ms, NULL);
+}
+
+int zkr__zk_exists(zkr_session *s, const char *path, int64_t deadline_ms,
+                   zkr__result *res) {
+  struct spec sp = {OP_EXISTS, path, NULL, 0, 0, -1};
+  return run(s, &sp, deadline_ms, res);
+}
+
+int zkr__zk_get(zkr_session *s, const char *path, int64_t deadline_ms,
+                zkr__result *res) {
+  struct spec sp = {OP_GET, path, NULL, 0, 0, -1};
+  return run(s, &sp, deadline_ms, res);
+}
+
+int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,
+                int version, int64_t deadline_ms) {
+  struct spec sp = {OP_SET, path, data, datalen, 0, version};
+  return run(s, &sp, deadline_ms, NULL);
+}
+
+int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
+                     zkr__result *res) {
+  struct spec sp = {OP_CHILDREN, path, NULL, 0, 0, -1};
+  return run(s, &sp, deadline_ms, res);
+}
+
+int zkr__zk_create_parents(zkr_session *s, const char *path,
+                           int64_t deadline_ms) {
+  int rc = zkr__path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  if (strcmp(path, "/") == 0)
+    return ZKR_OK;
+  rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
+  if (rc == ZKR_OK || rc == ZKR_EEXISTS)
+    return ZKR_OK;
+  if (rc != ZKR_ENONODE)
+    return rc;
+  /* Create the ancestors, then try again. */
+  char *parent = zkr__strdup(path);
+  if (!parent)
+    return ZKR_ENOMEM;
+  char *slash = strrchr(parent, '/');
+  if (slash == parent)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  rc = zkr__zk_create_parents(s, parent, deadline_ms);
+  free(parent);
+  if (rc != ZKR_OK)
+    return rc;
+  rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
+  return rc == ZKR_EEXISTS ? ZKR_OK : rc;
+}

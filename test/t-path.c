@@ -1,0 +1,53 @@
+/* Path and connection-string validation. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "zkr-private.h"
+
+int main(void) {
+  tap_init(10);
+  static const char *good[] = {
+      "/", "/a", "/a/b", "/locks/job-1", "/a.b/..c", "/x/.../y", "/ünïcode"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+    is(zkr__path_check(good[i]), ZKR_OK, "path '%s' accepted", good[i]);
+  static const char *bad[] = {"",      "a",       "a/b",   "//", "/a//b",
+                              "/a/",   "/a/./b",  "/a/..", "/.", "/..",
+                              "/a\nb", "/a\x01b", "/a\x7f"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    is(zkr__path_check(bad[i]), ZKR_EBADPATH, "path #%zu refused", i);
+  is(zkr__path_check(NULL), ZKR_EBADPATH, "NULL path refused");
+  char *longp = malloc(ZKR__PATH_MAX + 2);
+  longp[0] = '/';
+  memset(longp + 1, 'a', ZKR__PATH_MAX);
+  longp[ZKR__PATH_MAX + 1] = '\0';
+  is(zkr__path_check(longp), ZKR_EBADPATH, "over-long path refused");
+  longp[ZKR__PATH_MAX] = '\0';
+  is(zkr__path_check(longp), ZKR_OK, "path of the maximum length accepted");
+  free(longp);
+
+  static const char *hgood[] = {"127.0.0.1:2181", "a:1,b:2,c:3",
+                                "zk-1.example.com:2181/app", "[::1]:2181",
+                                "h:65535/a/b"};
+  for (size_t i = 0; i < sizeof hgood / sizeof *hgood; i++)
+    is(zkr__hosts_check(hgood[i]), ZKR_OK, "hosts '%s' accepted", hgood[i]);
+  static const char *hbad[] = {"",         "localhost", "h:",        ":2181",
+                               "h:0",      "h:65536",   "h:12x",     "h:1,",
+                               "h:1,,h:2", "h h:1",     "[::1:2181", ",h:1"};
+  for (size_t i = 0; i < sizeof hbad / sizeof *hbad; i++)
+    is(zkr__hosts_check(hbad[i]), ZKR_EBADCONN, "hosts '%s' refused", hbad[i]);
+  is(zkr__hosts_check("h:1/"), ZKR_EBADPATH, "chroot '/' refused");
+  is(zkr__hosts_check("h:1/a/"), ZKR_EBADPATH, "chroot '/a/' refused");
+  is(zkr__hosts_check("h:1/a//b"), ZKR_EBADPATH, "chroot '/a//b' refused");
+  is(zkr__hosts_check(NULL), ZKR_EBADCONN, "NULL hosts refused");
+
+  char *j = zkr__path_join("/", "a");
+  ok(j && strcmp(j, "/a") == 0, "join / a");
+  free(j);
+  j = zkr__path_join("/x/y", "a");
+  ok(j && strcmp(j, "/x/y/a") == 0, "join /x/y a");
+  free(j);
+  return tap_done();
+}

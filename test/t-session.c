@@ -1,0 +1,495 @@
+/* The session manager against a real standalone ZooKeeper server. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zkr-private.h"
+#include "zkt.h"
+
+/* ---- a listener that records events ---- */
+#define MAXEV 64
+struct rec {
+  pthread_mutex_t mu;
+  int n;
+  zkr_session_event ev[MAXEV];
+  int64_t sid[MAXEV];
+  int64_t at[MAXEV];
+  int deadlk_rc; /* what a blocking call from the listener returned */
+};
+
+static void rec_init(struct rec *r) {
+  memset(r, 0, sizeof *r);
+  pthread_mutex_init(&r->mu, NULL);
+  r->deadlk_rc = 1;
+}
+
+static void rec_fn(zkr_session *s, zkr_session_event ev, int64_t sid,
+                   void *ud) {
+  struct rec *r = ud;
+  int rc = zkr_session_wait_connected(s, 1000);
+  pthread_mutex_lock(&r->mu);
+  if (r->n < MAXEV) {
+    r->ev[r->n] = ev;
+    r->sid[r->n] = sid;
+    r->at[r->n] = zkt_now_ms();
+    r->n++;
+  }
+  r->deadlk_rc = rc;
+  pthread_mutex_unlock(&r->mu);
+}
+
+struct want {
+  struct rec *r;
+  int n;
+};
+static int have_n(void *arg) {
+  struct want *w = arg;
+  pthread_mutex_lock(&w->r->mu);
+  int n = w->r->n;
+  pthread_mutex_unlock(&w->r->mu);
+  return n >= w->n;
+}
+static int wait_events(struct rec *r, int n, int64_t ms) {
+  struct want w = {r, n};
+  return zkt_wait_for(have_n, &w, ms);
+}
+
+static void seq_str(struct rec *r, char *buf, size_t len) {
+  pthread_mutex_lock(&r->mu);
+  buf[0] = '\0';
+  for (int i = 0; i < r->n; i++) {
+    size_t l = strlen(buf);
+    snprintf(buf + l, len - l, "%s%s", i ? "," : "",
+             zkr_session_event_name(r->ev[i]));
+  }
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- log hook ---- */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static int log_zk_lines, log_zkr_lines;
+static void log_fn(zkr_log_level level, const char *msg, void *ud) {
+  (void)level;
+  (void)ud;
+  pthread_mutex_lock(&log_mu);
+  if (strstr(msg, "ZOO_"))
+    log_zk_lines++;
+  else
+    log_zkr_lines++;
+  pthread_mutex_unlock(&log_mu);
+}
+
+static zkr_session_opts *opts_with(int session_ms, int connect_ms) {
+  zkr_session_opts *o = NULL;
+  if (zkr_session_opts_new(&o) != ZKR_OK)
+    tap_bail("zkr_session_opts_new");
+  zkr_session_opts_set_session_timeout(o, session_ms);
+  zkr_session_opts_set_connect_timeout(o, connect_ms);
+  return o;
+}
+
+/* Expire a session the standard way: a second handle on the same id and
+ * password, closed. */
+static int expire_session(zkr_session *s, const char *hosts) {
+  zhandle_t *zh;
+  if (zkr__session_get_zh(s, &zh, NULL) != ZKR_OK)
+    return -1;
+  clientid_t cid = *zoo_client_id(zh);
+  zkr__session_put_zh(s);
+  zoo_set_log_stream(NULL);
+  zhandle_t *other =
+      zookeeper_init2(hosts, NULL, 10000, &cid, NULL, 0, zkr__zk_log_cb);
+  if (!other)
+    return -1;
+  int64_t end = zkt_now_ms() + 10000;
+  while (zoo_state(other) != ZOO_CONNECTED_STATE && zkt_now_ms() < end)
+    usleep(10000);
+  int ok = zoo_state(other) == ZOO_CONNECTED_STATE;
+  zookeeper_close(other);
+  return ok ? 0 : -1;
+}
+
+static void test_bad_arguments(const char *hosts) {
+  zkr_session *s = (zkr_session *)0x1;
+  zkr_session_opts *o = NULL;
+  is(zkr_session_new(NULL, hosts, NULL), ZKR_EINVAL, "NULL out refused");
+  is(zkr_session_new(&s, NULL, NULL), ZKR_EINVAL, "NULL hosts refused");
+  is(zkr_session_new(&s, "", NULL), ZKR_EBADCONN, "empty hosts refused");
+  is(zkr_session_new(&s, "localhost", NULL), ZKR_EBADCONN,
+     "hosts without port refused");
+  is(zkr_session_new(&s, "127.0.0.1:2181,", NULL), ZKR_EBADCONN,
+     "trailing comma refused");
+  is(zkr_session_new(&s, "127.0.0.1:99999", NULL), ZKR_EBADCONN,
+     "port out of range refused");
+  is(zkr_session_new(&s, "127.0.0.1:2181/a//b", NULL), ZKR_EBADPATH,
+     "malformed chroot refused");
+  ok(s == (zkr_session *)0x1, "*out untouched on failure");
+  is(zkr_session_opts_new(NULL), ZKR_EINVAL, "opts_new(NULL) refused");
+  is(zkr_session_opts_new(&o), ZKR_OK, "opts_new");
+  is(zkr_session_opts_set_session_timeout(o, -1), ZKR_EINVAL,
+     "negative session timeout refused");
+  is(zkr_session_opts_set_session_timeout(o, 0), ZKR_EINVAL,
+     "zero session timeout refused");
+  is(zkr_session_opts_set_connect_timeout(o, -5), ZKR_EINVAL,
+     "negative connect timeout refused");
+  is(zkr_session_opts_set_lost_fraction(o, 0.0), ZKR_EINVAL,
+     "lost fraction 0 refused");
+  is(zkr_session_opts_set_lost_fraction(o, -1.0), ZKR_EINVAL,
+     "negative lost fraction refused");
+  is(zkr_session_opts_set_lost_fraction(o, 11.0), ZKR_EINVAL,
+     "lost fraction 11 refused");
+  is(zkr_session_opts_add_auth(o, NULL, "u:p"), ZKR_EINVAL,
+     "NULL auth scheme refused");
+  is(zkr_session_opts_add_auth(o, "", "u:p"), ZKR_EINVAL,
+     "empty auth scheme refused");
+  is(zkr_session_opts_add_auth(o, "digest", NULL), ZKR_EINVAL,
+     "NULL credentials refused");
+  is(zkr_session_opts_set_session_timeout(NULL, 10), ZKR_EINVAL,
+     "setter on NULL opts refused");
+  zkr_session_opts_free(o);
+  zkr_session_opts_free(NULL);
+  is(zkr_session_close(NULL), ZKR_OK, "close(NULL) is a no-op");
+  is(zkr_session_state_get(NULL), ZKR_STATE_CLOSED, "state of NULL");
+  is(zkr_session_id(NULL), 0, "id of NULL");
+  is(zkr_session_add_listener(NULL, rec_fn, NULL, NULL), ZKR_EINVAL,
+     "add_listener(NULL) refused");
+  is(zkr_session_wait_connected(NULL, 0), ZKR_EINVAL,
+     "wait_connected(NULL) refused");
+}
+
+static void test_connect_close(const char *hosts) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = opts_with(4000, 5000);
+  int rc = zkr_session_new(&s, hosts, o);
+  zkr_session_opts_free(o);
+  is(rc, ZKR_OK, "connect to %s", hosts);
+  if (rc != ZKR_OK)
+    tap_bail("cannot connect: %s", zkr_strerror(rc));
+  is(zkr_session_state_get(s), ZKR_STATE_CONNECTED, "state CONNECTED");
+  ok(zkr_session_id(s) != 0, "session id 0x%llx",
+     (unsigned long long)zkr_session_id(s));
+  is(zkr_session_timeout(s), 4000, "negotiated timeout 4000 ms");
+  is(zkr_session_wait_connected(s, 0), ZKR_OK, "wait_connected(0)");
+  is(zkr_session_add_listener(s, NULL, NULL, NULL), ZKR_EINVAL,
+     "NULL listener refused");
+  is(zkr_session_remove_listener(s, 12345), ZKR_EINVAL,
+     "removing an unknown listener refused");
+  struct rec r;
+  rec_init(&r);
+  uint64_t id = 0;
+  is(zkr_session_add_listener(s, rec_fn, &r, &id), ZKR_OK, "add listener");
+  is(zkr_session_close(s), ZKR_OK, "close");
+  is(r.n, 1, "listener got one event at close");
+  is(r.ev[0], ZKR_EV_CLOSED, "... CLOSED");
+  is(r.deadlk_rc, ZKR_EDEADLK,
+     "a blocking call from a listener fails with "
+     "ZKR_EDEADLK");
+}
+
+static void test_wrong_server(void) {
+  /* A loopback port nobody listens on: our own sandbox's port + 1 would
+   * be racy; port 1 is privileged and never used by the tests. */
+  zkr_session *s = NULL;
+  zkr_session_opts *o = opts_with(4000, 1500);
+  int64_t t0 = zkt_now_ms();
+  int rc = zkr_session_new(&s, "127.0.0.1:1", o);
+  int64_t took = zkt_now_ms() - t0;
+  is(rc, ZKR_ECONNECT, "nobody listening: ZKR_ECONNECT (%s)", zkr_strerror(rc));
+  ok(took >= 1400 && took < 4500,
+     "... after the 1500 ms connect deadline (took %lld ms)", (long long)took);
+  t0 = zkt_now_ms();
+  rc = zkr_session_new(&s, "no-such-host.invalid:2181", o);
+  took = zkt_now_ms() - t0;
+  is(rc, ZKR_ECONNECT, "unresolvable host: ZKR_ECONNECT");
+  ok(took < 4500, "... within the deadline (took %lld ms)", (long long)took);
+  zkr_session_opts_free(o);
+}
+
+static void test_restart(const char *hosts) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = opts_with(20000, 5000);
+  zkr_session_opts_set_lost_fraction(o, 0.9);
+  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (20 s session)");
+  zkr_session_opts_free(o);
+  if (!s)
+    return;
+  struct rec r;
+  rec_init(&r);
+  zkr_session_add_listener(s, rec_fn, &r, NULL);
+  int64_t sid = zkr_session_id(s);
+  char *out = zkt_sandbox("restart 1");
+  ok(out != NULL, "server restarted");
+  free(out);
+  ok(wait_events(&r, 2, 15000), "two events within 15 s");
+  char seq[256];
+  seq_str(&r, seq, sizeof seq);
+  ok(strcmp(seq, "SUSPENDED,RECONNECTED") == 0,
+     "restart: SUSPENDED then RECONNECTED (got %s)", seq);
+  ok(r.sid[0] == sid && r.sid[1] == sid, "same session id");
+  is(zkr_session_id(s), sid, "zkr_session_id unchanged");
+  is(zkr_session_state_get(s), ZKR_STATE_CONNECTED, "CONNECTED again");
+  zkr_session_close(s);
+}
+
+static void test_expiry(const char *hosts) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = opts_with(4000, 5000);
+  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect");
+  zkr_session_opts_free(o);
+  if (!s)
+    return;
+  struct rec r;
+  rec_init(&r);
+  zkr_session_add_listener(s, rec_fn, &r, NULL);
+  int64_t sid = zkr_session_id(s);
+  is(expire_session(s, hosts), 0, "session expired with a second handle");
+  /* The takeover by the second handle may first show as SUSPENDED and
+   * RECONNECTED; what matters is LOST of the old id, then CONNECTED. */
+  int64_t end0 = zkt_now_ms() + 15000;
+  int i = -1;
+  while (zkt_now_ms() < end0) {
+    pthread_mutex_lock(&r.mu);
+    for (int k = 0; k + 1 < r.n; k++)
+      if (r.ev[k] == ZKR_EV_LOST && r.ev[k + 1] == ZKR_EV_CONNECTED)
+        i = k;
+    pthread_mutex_unlock(&r.mu);
+    if (i >= 0)
+      break;
+    usleep(10000);
+  }
+  char seq[256];
+  seq_str(&r, seq, sizeof seq);
+  ok(i >= 0, "LOST then CONNECTED seen (%s)", seq);
+  if (i < 0)
+    i = 0;
+  ok(r.ev[0] != ZKR_EV_CONNECTED, "no event from before registration");
+  ok(r.sid[i] == sid, "LOST names the old session");
+  ok(r.sid[i + 1] != sid && r.sid[i + 1] != 0,
+     "CONNECTED names a new session 0x%llx", (unsigned long long)r.sid[i + 1]);
+  is(zkr_session_id(s), r.sid[i + 1], "zkr_session_id is the new one");
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  is(zkr__zk_exists(s, "/", zkr__deadline(5000), &res), ZKR_OK,
+     "operations work on the new session");
+  zkr_session_close(s);
+
+  /* Without renewal the session stays LOST. */
+  o = opts_with(4000, 5000);
+  zkr_session_opts_set_renew(o, 0);
+  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect without renewal");
+  zkr_session_opts_free(o);
+  rec_init(&r);
+  zkr_session_add_listener(s, rec_fn, &r, NULL);
+  is(expire_session(s, hosts), 0, "expired");
+  struct rec *rp = &r;
+  (void)rp;
+  int64_t end = zkt_now_ms() + 15000;
+  while (zkr_session_state_get(s) != ZKR_STATE_LOST && zkt_now_ms() < end)
+    usleep(10000);
+  is(zkr_session_state_get(s), ZKR_STATE_LOST, "stays LOST");
+  usleep(500000);
+  is(zkr_session_state_get(s), ZKR_STATE_LOST, "still LOST 0.5 s later");
+  is(zkr__zk_exists(s, "/", zkr__deadline(1000), &res), ZKR_ESESSIONLOST,
+     "operations fail with ZKR_ESESSIONLOST");
+  is(zkr_session_wait_connected(s, 100), ZKR_ESESSIONLOST,
+     "wait_connected fails with ZKR_ESESSIONLOST");
+  zkr_session_close(s);
+}
+
+static void test_auth(const char *hosts, const char *root) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/secret", root);
+  zkr_session *s = NULL, *anon = NULL;
+  zkr_session_opts *o = opts_with(20000, 5000);
+  zkr_session_opts_set_lost_fraction(o, 0.9);
+  is(zkr_session_opts_add_auth(o, "digest", "alice:secret"), ZKR_OK,
+     "digest credentials");
+  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect with credentials");
+  zkr_session_opts_free(o);
+  is(zkr_session_new(&anon, hosts, NULL), ZKR_OK, "connect anonymously");
+  if (!s || !anon)
+    return;
+  /* A node only its creator may read. */
+  zhandle_t *zh;
+  zkr__session_get_zh(s, &zh, NULL);
+  int zrc = zoo_create(zh, path, "x", 1, &ZOO_CREATOR_ALL_ACL, 0, NULL, 0);
+  zkr__session_put_zh(s);
+  is(zrc, ZOK, "node with CREATOR_ALL ACL created");
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  is(zkr__zk_get(anon, path, zkr__deadline(5000), &res), ZKR_ENOAUTH,
+     "anonymous read refused");
+  is(zkr__zk_get(s, path, zkr__deadline(5000), &res), ZKR_OK,
+     "authenticated read");
+  zkr__result_clear(&res);
+  free(zkt_sandbox("restart 1"));
+  is(zkr_session_wait_connected(s, 15000), ZKR_OK, "reconnected");
+  is(zkr__zk_get(s, path, zkr__deadline(5000), &res), ZKR_OK,
+     "credentials still apply after a reconnect");
+  zkr__result_clear(&res);
+  int64_t sid = zkr_session_id(s);
+  is(expire_session(s, hosts), 0, "session expired");
+  int64_t end = zkt_now_ms() + 15000;
+  while ((zkr_session_id(s) == sid || zkr_session_id(s) == 0) &&
+         zkt_now_ms() < end)
+    usleep(10000);
+  ok(zkr_session_id(s) != sid, "new session");
+  is(zkr__zk_get(s, path, zkr__deadline(5000), &res), ZKR_OK,
+     "credentials re-added on the new session");
+  zkr__result_clear(&res);
+  is(zkr__zk_delete(s, path, -1, zkr__deadline(5000)), ZKR_OK, "cleanup");
+  zkr_session_close(anon);
+  zkr_session_close(s);
+}
+
+static void test_chroot(const char *hosts, const char *root) {
+  zkr_session *plain = NULL, *ch = NULL;
+  is(zkr_session_new(&plain, hosts, NULL), ZKR_OK, "connect");
+  char chroot[512], chhosts[1024];
+  snprintf(chroot, sizeof chroot, "%s/chroot", root);
+  is(zkr__zk_create_parents(plain, chroot, zkr__deadline(5000)), ZKR_OK,
+     "chroot node created");
+  snprintf(chhosts, sizeof chhosts, "%s%s", hosts, chroot);
+  is(zkr_session_new(&ch, chhosts, NULL), ZKR_OK, "connect with chroot");
+  if (!plain || !ch)
+    return;
+  is(zkr__zk_create(ch, "/inside", "v", 1, 0, zkr__deadline(5000), NULL),
+     ZKR_OK, "create /inside through the chroot");
+  char full[600];
+  snprintf(full, sizeof full, "%s/inside", chroot);
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  is(zkr__zk_get(plain, full, zkr__deadline(5000), &res), ZKR_OK,
+     "it is %s outside", full);
+  ok(res.data && strcmp(res.data, "v") == 0, "with its data");
+  zkr__result_clear(&res);
+  is(zkr__zk_exists(ch, full, zkr__deadline(5000), &res), ZKR_ENONODE,
+     "the full path is not visible through the chroot");
+  is(zkr__zk_delete(ch, "/inside", -1, zkr__deadline(5000)), ZKR_OK,
+     "delete through the chroot");
+  zkr_session_close(ch);
+  zkr_session_close(plain);
+}
+
+static void test_refs_outlive_close(const char *hosts) {
+  zkr_session *s = NULL;
+  is(zkr_session_new(&s, hosts, NULL), ZKR_OK, "connect");
+  if (!s)
+    return;
+  zkr__session_ref(s); /* what a recipe object does */
+  zkr__session_ref(s);
+  is(zkr_session_close(s), ZKR_OK, "close with two references outstanding");
+  is(zkr_session_state_get(s), ZKR_STATE_CLOSED, "the object is CLOSED");
+  is(zkr_session_id(s), 0, "no session id");
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  is(zkr__zk_exists(s, "/", zkr__deadline(1000), &res), ZKR_ECLOSED,
+     "operations fail with ZKR_ECLOSED");
+  is(zkr_session_wait_connected(s, 100), ZKR_ECLOSED,
+     "wait_connected: ZKR_ECLOSED");
+  is(zkr_session_add_listener(s, rec_fn, NULL, NULL), ZKR_ECLOSED,
+     "add_listener: ZKR_ECLOSED");
+  is(zkr__session_post(s, free, NULL), ZKR_ECLOSED, "post: ZKR_ECLOSED");
+  is(zkr_session_close(s), ZKR_ECLOSED, "a second close: ZKR_ECLOSED");
+  zkr__session_unref(s);
+  zkr__session_unref(s); /* the last: freed here (valgrind/ASan check) */
+  ok(1, "last reference released");
+}
+
+static void test_retry(const char *hosts, const char *root) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = opts_with(20000, 5000);
+  zkr_session_opts_set_lost_fraction(o, 0.9);
+  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (20 s session)");
+  zkr_session_opts_free(o);
+  if (!s)
+    return;
+  free(zkt_sandbox("stop-server 1"));
+  int64_t t0 = zkt_now_ms();
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  int rc = zkr__zk_exists(s, "/", zkr__deadline(1500), &res);
+  int64_t took = zkt_now_ms() - t0;
+  is(rc, ZKR_ETIMEDOUT, "server down: the operation ends at its deadline");
+  ok(took >= 1400 && took < 3000, "... 1500 ms (took %lld ms)",
+     (long long)took);
+  /* Start the server again in the background, while an operation waits. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    usleep(300000);
+    char *out = zkt_sandbox("start-server 1");
+    _exit(out ? 0 : 1);
+  }
+  char path[512];
+  snprintf(path, sizeof path, "%s/retry", root);
+  rc = zkr__zk_create(s, path, "", 0, 0, zkr__deadline(20000), NULL);
+  is(rc, ZKR_OK,
+     "an operation started while the server was down "
+     "succeeds once it is back");
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server restarted");
+  is(zkr__zk_delete(s, path, -1, zkr__deadline(5000)), ZKR_OK, "cleanup");
+  zkr_session_close(s);
+}
+
+static void test_log_hook(const char *hosts) {
+  zkr_set_log_hook(log_fn, ZKR_LOG_DEBUG, NULL);
+  zkr_session *s = NULL;
+  is(zkr_session_new(&s, hosts, NULL), ZKR_OK, "connect with a log hook");
+  zkr_session_close(s);
+  zkr_set_log_hook(NULL, ZKR_LOG_INFO, NULL);
+  pthread_mutex_lock(&log_mu);
+  ok(log_zk_lines > 0, "the ZooKeeper client's lines reach the hook (%d)",
+     log_zk_lines);
+  ok(log_zkr_lines > 0, "zkr's own lines reach the hook (%d)", log_zkr_lines);
+  int before = log_zk_lines + log_zkr_lines;
+  pthread_mutex_unlock(&log_mu);
+  is(zkr_session_new(&s, hosts, NULL), ZKR_OK, "connect without a hook");
+  zkr_session_close(s);
+  pthread_mutex_lock(&log_mu);
+  is(log_zk_lines + log_zkr_lines, before, "nothing logged when quiet");
+  pthread_mutex_unlock(&log_mu);
+}
+
+int main(void) {
+  tap_init(240);
+  const char *hosts = zkt_start(1);
+  const char *root = zkt_root("t-session");
+  test_bad_arguments(hosts);
+  test_connect_close(hosts);
+  test_wrong_server();
+
+  zkr_session *admin = NULL;
+  if (zkr_session_new(&admin, hosts, NULL) != ZKR_OK)
+    tap_bail("admin session");
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  if (zkr__zk_children(admin, root, zkr__deadline(5000), &res) == ZKR_OK)
+    tap_bail("%s exists already: refusing to run", root);
+  zkr__result_clear(&res);
+  ok(zkr__zk_create_parents(admin, root, zkr__deadline(5000)) == ZKR_OK,
+     "private root %s", root);
+
+  test_chroot(hosts, root);
+  test_refs_outlive_close(hosts);
+  test_log_hook(hosts);
+  test_expiry(hosts);
+  test_auth(hosts, root);
+  test_restart(hosts);
+  test_retry(hosts, root);
+
+  zkr_session_wait_connected(admin, 15000);
+  char chroot[512];
+  snprintf(chroot, sizeof chroot, "%s/chroot", root);
+  zkr__zk_delete(admin, chroot, -1, zkr__deadline(5000));
+  is(zkr__zk_delete(admin, root, -1, zkr__deadline(5000)), ZKR_OK,
+     "private root removed");
+  zkr_session_close(admin);
+  return tap_done();
+}

@@ -1,0 +1,116 @@
+#include "config.h"
+
+#include "zkt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char connstr[4096];
+static char root[256];
+
+int64_t zkt_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int zkt_wait_for(int (*cond)(void *), void *arg, int64_t timeout_ms) {
+  int64_t end = zkt_now_ms() + timeout_ms;
+  for (;;) {
+    if (cond(arg))
+      return 1;
+    if (zkt_now_ms() >= end)
+      return 0;
+    usleep(10000);
+  }
+}
+
+static char *run_capture(const char *cmd) {
+  FILE *p = popen(cmd, "r");
+  if (!p)
+    return NULL;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) {
+    pclose(p);
+    return NULL;
+  }
+  size_t n;
+  while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += n;
+    if (cap - len < 2) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb)
+        break;
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  buf[len] = '\0';
+  int st = pclose(p);
+  if (st != 0) {
+    free(buf);
+    return NULL;
+  }
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+    buf[--len] = '\0';
+  return buf;
+}
+
+char *zkt_sandbox(const char *fmt, ...) {
+  const char *sb = getenv("ZKR_SANDBOX");
+  if (!sb)
+    return NULL;
+  char args[1024], cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "'%s' %s", sb, args);
+  return run_capture(cmd);
+}
+
+const char *zkt_start(int n) {
+  const char *sb = getenv("ZKR_SANDBOX");
+  if (!sb || !getenv("ZKR_SANDBOX_DIR"))
+    tap_skip_all("not run under test/with-zk (ZKR_SANDBOX unset)");
+  if (access(sb, X_OK) != 0)
+    tap_skip_all("%s is not executable", sb);
+  if (access("/usr/share/java/zookeeper.jar", R_OK) != 0)
+    tap_skip_all("Debian's zookeeper package is not installed");
+  char *cs = zkt_sandbox("start --servers %d", n);
+  if (!cs || !cs[0])
+    tap_bail("zk-sandbox start --servers %d failed", n);
+  snprintf(connstr, sizeof connstr, "%s", cs);
+  free(cs);
+  return connstr;
+}
+
+char *zkt_4lw(int id, const char *cmd) {
+  return zkt_sandbox("4lw %d %s", id, cmd);
+}
+
+int64_t zkt_mntr(int id, const char *key) {
+  char *r = zkt_4lw(id, "mntr");
+  if (!r)
+    return -1;
+  int64_t v = -1;
+  size_t kl = strlen(key);
+  for (char *line = strtok(r, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strncmp(line, key, kl) == 0 && (line[kl] == '\t' || line[kl] == ' ')) {
+      v = strtoll(line + kl + 1, NULL, 10);
+      break;
+    }
+  }
+  free(r);
+  return v;
+}
+
+const char *zkt_root(const char *name) {
+  snprintf(root, sizeof root, "/zkr-test/%s-%ld", name, (long)getpid());
+  return root;
+}

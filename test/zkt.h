@@ -1,0 +1,28 @@
+/* zkr test helpers: the ZooKeeper sandbox from C, and a private root. */
+#ifndef ZKR_TEST_ZKT_H
+#define ZKR_TEST_ZKT_H
+
+#include <stdint.h>
+
+#include "tap.h"
+
+/* Start @n servers with scripts/zk-sandbox (in $ZKR_SANDBOX_DIR, set by
+ * test/with-zk) and return the connection string (static storage).
+ * Skips the whole program, with the reason, if no sandbox can run. */
+const char *zkt_start(int n);
+/* Run "zk-sandbox ARGS" and return its stdout (malloc'd, trailing newline
+ * removed), or NULL if it failed. */
+char *zkt_sandbox(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Send a four-letter word to server @id and return the reply (malloc'd). */
+char *zkt_4lw(int id, const char *cmd);
+/* The value of "key\tvalue" in an mntr reply, or -1. */
+int64_t zkt_mntr(int id, const char *key);
+/* A root path private to this test program: /zkr-test/<name>-<pid>. */
+const char *zkt_root(const char *name);
+/* Milliseconds on the monotonic clock. */
+int64_t zkt_now_ms(void);
+/* Poll @cond (evaluated by the callback) every 10 ms until it holds or
+ * @timeout_ms passes; returns whether it held. */
+int zkt_wait_for(int (*cond)(void *), void *arg, int64_t timeout_ms);
+
+#endif
