@@ -15,12 +15,15 @@ static void *log_ud;
 static zkr_log_level log_max = ZKR_LOG_INFO;
 
 int zkr_set_log_hook(zkr_log_fn fn, zkr_log_level max_level, void *user_data) {
-  if (max_level < ZKR_LOG_ERROR || max_level > ZKR_LOG_DEBUG)
+  if (fn && (max_level < ZKR_LOG_ERROR || max_level > ZKR_LOG_DEBUG))
     return ZKR_EINVAL;
   pthread_mutex_lock(&log_mu);
   log_fn = fn;
   log_ud = user_data;
-  log_max = max_level;
+  log_max = fn ? max_level : ZKR_LOG_ERROR;
+  /* The client's own level is process-wide too: let it format only what
+   * the hook wants (ZOO_LOG_LEVEL_* share zkr's numbering). */
+  zoo_set_debug_level((ZooLogLevel)log_max);
   pthread_mutex_unlock(&log_mu);
   return ZKR_OK;
 }

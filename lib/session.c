@@ -100,6 +100,7 @@ struct zkr_session {
   int64_t renew_at;
   int renew_enabled;
   int auth_failed;
+  int auth_pending; /* zoo_add_auth replies not yet received */
   int closing;
 
   uint64_t next_id;
@@ -617,6 +618,25 @@ static void global_watcher(zhandle_t *zh, int type, int state, const char *path,
   zkr__tls_in_callback--;
 }
 
+/* The reply to zoo_add_auth (on the completion thread). A failure also
+ * shows as ZOO_AUTH_FAILED_STATE; this only counts the replies so that
+ * zkr_session_new() can wait for the verdict. */
+static void auth_done(int rc, const void *data) {
+  struct hctx *hc = (struct hctx *)data;
+  zkr_session *s = hc->s;
+  pthread_mutex_lock(&s->mu);
+  if (hc->gen == s->gen) {
+    if (s->auth_pending > 0)
+      s->auth_pending--;
+    if (rc == ZAUTHFAILED) {
+      s->auth_failed = 1;
+      s->renew_enabled = 0;
+    }
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
 /* Under s->mu: open a ZooKeeper handle for the current generation. */
 static int open_handle(zkr_session *s) {
   struct hctx *hc = calloc(1, sizeof *hc);
@@ -635,10 +655,13 @@ static int open_handle(zkr_session *s) {
              strerror(e ? e : EINVAL));
     return e == ENOMEM ? ZKR_ENOMEM : ZKR_ECONNECT;
   }
+  s->auth_pending = 0;
   for (struct auth *a = s->opts.auth; a; a = a->next) {
-    int rc =
-        zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred), NULL, NULL);
-    if (rc != ZOK)
+    int rc = zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred),
+                          auth_done, hc);
+    if (rc == ZOK)
+      s->auth_pending++;
+    else
       zkr__log(ZKR_LOG_ERROR, "zoo_add_auth(%s) failed: %s", a->scheme,
                zerror(rc));
   }
@@ -720,11 +743,11 @@ int zkr_session_new(zkr_session **out, const char *hosts,
                     const zkr_session_opts *opts) {
   if (!out || !hosts)
     return ZKR_EINVAL;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
   int rc = zkr__hosts_check(hosts);
   if (rc != ZKR_OK)
     return rc;
-  if (zkr__tls_in_callback)
-    return ZKR_EDEADLK;
   zkr_session *s = calloc(1, sizeof *s);
   if (!s)
     return ZKR_ENOMEM;
@@ -781,19 +804,24 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   }
   s->threads_started = 1;
 
-  /* Wait for the first session. */
+  /* Wait for the first session and the verdict on its credentials. */
   int64_t deadline = zkr__deadline(s->opts.connect_timeout);
   pthread_mutex_lock(&s->mu);
-  while (s->state != ZKR_STATE_CONNECTED && !s->auth_failed) {
+  while ((s->state != ZKR_STATE_CONNECTED || s->auth_pending > 0) &&
+         !s->auth_failed) {
     if (zkr__cond_wait_until(&s->cv, &s->mu, deadline) == ETIMEDOUT)
       break;
   }
-  int ok = s->state == ZKR_STATE_CONNECTED;
+  int ok = s->state == ZKR_STATE_CONNECTED && s->auth_pending == 0 &&
+           !s->auth_failed;
   int auth_failed = s->auth_failed;
   pthread_mutex_unlock(&s->mu);
   if (!ok) {
-    zkr__log(ZKR_LOG_ERROR, "no ZooKeeper session with %s within %d ms", hosts,
-             s->opts.connect_timeout);
+    if (auth_failed)
+      zkr__log(ZKR_LOG_ERROR, "%s refused the credentials", hosts);
+    else
+      zkr__log(ZKR_LOG_ERROR, "no ZooKeeper session with %s within %d ms",
+               hosts, s->opts.connect_timeout);
     zkr_session_close(s);
     return auth_failed ? ZKR_EAUTH : ZKR_ECONNECT;
   }
@@ -873,6 +901,7 @@ int zkr_session_timeout(const zkr_session *cs) {
 }
 
 int zkr__session_wait_usable(zkr_session *s, int64_t deadline_ms) {
+  zkr__session_ref(s); /* a concurrent close must not free s under us */
   pthread_mutex_lock(&s->mu);
   int rc = ZKR_OK;
   for (;;) {
@@ -892,6 +921,7 @@ int zkr__session_wait_usable(zkr_session *s, int64_t deadline_ms) {
     }
   }
   pthread_mutex_unlock(&s->mu);
+  zkr__session_unref(s);
   return rc;
 }
 

@@ -347,6 +347,16 @@ static void test_auth(const char *hosts, const char *root) {
   zkr_session_close(s);
 }
 
+static void test_bad_auth(const char *hosts) {
+  zkr_session *s = (zkr_session *)0x1;
+  zkr_session_opts *o = opts_with(4000, 5000);
+  zkr_session_opts_add_auth(o, "no-such-scheme", "x");
+  is(zkr_session_new(&s, hosts, o), ZKR_EAUTH,
+     "credentials the server refuses: ZKR_EAUTH");
+  ok(s == (zkr_session *)0x1, "*out untouched");
+  zkr_session_opts_free(o);
+}
+
 static void test_chroot(const char *hosts, const char *root) {
   zkr_session *plain = NULL, *ch = NULL;
   is(zkr_session_new(&plain, hosts, NULL), ZKR_OK, "connect");
@@ -423,7 +433,9 @@ static void test_retry(const char *hosts, const char *root) {
   if (pid == 0) {
     usleep(300000);
     char *out = zkt_sandbox("start-server 1");
-    _exit(out ? 0 : 1);
+    int code = out ? 0 : 1;
+    free(out);
+    _exit(code);
   }
   char path[512];
   snprintf(path, sizeof path, "%s/retry", root);
@@ -481,6 +493,7 @@ int main(void) {
   test_log_hook(hosts);
   test_expiry(hosts);
   test_auth(hosts, root);
+  test_bad_auth(hosts);
   test_restart(hosts);
   test_retry(hosts, root);
 

@@ -22,8 +22,8 @@ extern "C" {
 /*
  * Error codes. Every zkr function returns ZKR_OK (0) or a negative code.
  * zkr's own codes live in [-599, -500] so they can never collide with the
- * ZooKeeper C client's ZOO_ERRORS (0 .. -127); where zkr passes a
- * ZooKeeper code through unchanged, zkr_strerror() names it too.
+ * ZooKeeper C client's ZOO_ERRORS (0 .. -127); zkr_strerror() names
+ * those too, for programs that also call the ZooKeeper client directly.
  * Values are never renumbered or reused.
  *
  * XX(NAME, value, "message")
@@ -66,8 +66,8 @@ typedef enum zkr_error {
  * zkr_strerror - a static, human-readable message for an error code.
  * @code: ZKR_OK, a ZKR_E* code, or a ZooKeeper client code (ZOO_ERRORS),
  *        which is named by the ZooKeeper client's zerror().
- * Returns: a string with static storage; never NULL ("unknown error N"
- *          forms are not produced: unknown codes give "unknown error").
+ * Returns: a string with static storage, never NULL; "unknown error" for
+ *          a code that is neither.
  */
 ZKR_EXTERN const char *zkr_strerror(int code);
 
@@ -89,8 +89,9 @@ typedef enum zkr_log_level {
 /**
  * A log hook. @level is the message's level, @msg a NUL-terminated line
  * without trailing newline (valid only during the call), @user_data what was
- * given to zkr_set_log_hook(). Called from any thread, possibly concurrently:
- * it must be thread-safe and must not call back into zkr.
+ * given to zkr_set_log_hook(). Called from any thread (the ZooKeeper
+ * client's I/O and completion threads among them), one call at a time under
+ * a lock: it must be quick, must not block and must not call into zkr.
  */
 typedef void (*zkr_log_fn)(zkr_log_level level, const char *msg,
                            void *user_data);
@@ -98,13 +99,17 @@ typedef void (*zkr_log_fn)(zkr_log_level level, const char *msg,
 /**
  * zkr_set_log_hook - route zkr's and the ZooKeeper client's log lines.
  * @fn: the hook, or NULL to discard every line (the default: zkr is quiet).
- * @max_level: lines above this level are dropped before the hook.
+ * @max_level: lines above this level are dropped before the hook; it also
+ *   sets the ZooKeeper client's own (process-wide) level, so ZKR_LOG_DEBUG
+ *   turns on the client's debug lines. Ignored when @fn is NULL.
  * @user_data: passed to @fn.
  *
  * The ZooKeeper client's logging is process-wide, so this hook is too: it is
  * the one piece of process-global state zkr keeps. It applies to every
- * session, including ones opened before the call.
- * Returns ZKR_OK, or ZKR_EINVAL if @max_level is out of range.
+ * session, including ones opened before the call. After it returns the old
+ * hook is never called again.
+ * Returns ZKR_OK, or ZKR_EINVAL if @fn is not NULL and @max_level is not one
+ * of the zkr_log_level values.
  */
 ZKR_EXTERN int zkr_set_log_hook(zkr_log_fn fn, zkr_log_level max_level,
                                 void *user_data);

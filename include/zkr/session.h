@@ -109,7 +109,8 @@ ZKR_EXTERN int zkr_session_opts_set_lost_fraction(zkr_session_opts *opts,
 /**
  * zkr_session_opts_set_renew - whether a new ZooKeeper session is opened by
  * itself after LOST (default 1). With 0, a lost session stays LOST and
- * every operation on it fails with ZKR_ESESSIONLOST.
+ * every operation on it fails with ZKR_ESESSIONLOST. A session whose
+ * credentials the server refused is never renewed (they would fail again).
  * Returns ZKR_OK, or ZKR_EINVAL if @opts is NULL.
  */
 ZKR_EXTERN int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew);
@@ -144,16 +145,21 @@ ZKR_EXTERN int zkr_session_new(zkr_session **out, const char *hosts,
 /**
  * zkr_session_close - close the session and release the caller's reference.
  * The ZooKeeper session is closed (its ephemeral nodes go at once), pending
- * and future operations of every recipe on it fail with ZKR_ECLOSED, and
- * listeners get ZKR_EV_CLOSED as their last event. Recipe objects still
- * holding the session stay valid until freed; the memory goes with the
- * last of them. NULL is a no-op (returns ZKR_OK).
- * Must not be called from a zkr callback: returns ZKR_EDEADLK there and
- * does nothing.
+ * and future operations of every recipe on it fail with ZKR_ECLOSED, calls
+ * blocked in zkr_session_wait_connected() return ZKR_ECLOSED, and listeners
+ * get ZKR_EV_CLOSED as their last event (with the id of the session that
+ * was open, or 0). Recipe objects still holding the session stay valid
+ * until freed; the memory goes with the last of them. Like free(), it ends
+ * the caller's use of @s: no call on @s may start after it (except through
+ * recipe objects, which keep their own reference).
+ * NULL is a no-op (returns ZKR_OK).
+ * Returns ZKR_OK; ZKR_EDEADLK (called from a zkr callback: nothing done);
+ * ZKR_ECLOSED (already closed, only possible while a recipe object still
+ * holds the session).
  */
 ZKR_EXTERN int zkr_session_close(zkr_session *s);
 
-/** zkr_session_state - the current state; ZKR_STATE_CLOSED for NULL. */
+/** zkr_session_state_get - the current state; ZKR_STATE_CLOSED for NULL. */
 ZKR_EXTERN zkr_session_state zkr_session_state_get(const zkr_session *s);
 
 /**
@@ -164,7 +170,8 @@ ZKR_EXTERN int64_t zkr_session_id(const zkr_session *s);
 
 /**
  * zkr_session_timeout - the session timeout negotiated with the server, in
- * milliseconds (0 before the first connection or for NULL).
+ * milliseconds (0 for NULL; the last negotiated value while a new session
+ * is being opened).
  */
 ZKR_EXTERN int zkr_session_timeout(const zkr_session *s);
 
@@ -172,7 +179,9 @@ ZKR_EXTERN int zkr_session_timeout(const zkr_session *s);
  * zkr_session_wait_connected - wait until the session is CONNECTED.
  * @timeout_ms: how long to wait; 0 polls; negative waits without limit.
  * Returns ZKR_OK; ZKR_ETIMEDOUT; ZKR_ECLOSED; ZKR_ESESSIONLOST (lost and
- * renewal is off); ZKR_EINVAL; ZKR_EDEADLK (from a zkr callback).
+ * renewal is off, or the server refused the credentials); ZKR_EINVAL;
+ * ZKR_EDEADLK (a non-zero @timeout_ms from a zkr callback; polling with 0
+ * is allowed there).
  */
 ZKR_EXTERN int zkr_session_wait_connected(zkr_session *s, int64_t timeout_ms);
 
@@ -180,7 +189,8 @@ ZKR_EXTERN int zkr_session_wait_connected(zkr_session *s, int64_t timeout_ms);
  * zkr_session_add_listener - register a state listener.
  * @fn: the listener; @user_data is passed to it.
  * @id_out: receives an id for zkr_session_remove_listener(); may be NULL.
- * The listener is first told the events that happen after registration.
+ * The listener is told exactly the events queued after registration (not
+ * one being delivered while it registers, even from another listener).
  * Returns ZKR_OK, ZKR_EINVAL (NULL @s or @fn), ZKR_ECLOSED, ZKR_ENOMEM.
  */
 ZKR_EXTERN int zkr_session_add_listener(zkr_session *s,

@@ -1,0 +1,127 @@
+/* A paused (SIGSTOPped) server: the session clock declares LOST on the
+ * client side, before the server could have expired the session, and a
+ * new session follows once the server is back. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zkr-private.h"
+#include "zkt.h"
+
+#define MAXEV 32
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int nev;
+static zkr_session_event evs[MAXEV];
+static int64_t ats[MAXEV], sids[MAXEV];
+
+static void listener(zkr_session *s, zkr_session_event ev, int64_t sid,
+                     void *ud) {
+  (void)s;
+  (void)ud;
+  pthread_mutex_lock(&mu);
+  if (nev < MAXEV) {
+    evs[nev] = ev;
+    sids[nev] = sid;
+    ats[nev] = zkt_now_ms();
+    nev++;
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static int find_event(zkr_session_event ev, int64_t *at, int64_t *sid) {
+  pthread_mutex_lock(&mu);
+  int found = 0;
+  for (int i = 0; i < nev && !found; i++)
+    if (evs[i] == ev) {
+      found = 1;
+      if (at)
+        *at = ats[i];
+      if (sid)
+        *sid = sids[i];
+    }
+  pthread_mutex_unlock(&mu);
+  return found;
+}
+
+static int lost_seen(void *arg) {
+  (void)arg;
+  return find_event(ZKR_EV_LOST, NULL, NULL);
+}
+
+static int connected_seen(void *arg) {
+  (void)arg;
+  return find_event(ZKR_EV_CONNECTED, NULL, NULL);
+}
+
+static int connecting(void *arg) {
+  return zkr_session_state_get(arg) == ZKR_STATE_CONNECTING;
+}
+
+int main(void) {
+  tap_init(120);
+  const char *hosts = zkt_start(1);
+  const int T = 6000;
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, T);
+  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (6 s session timeout)");
+  zkr_session_opts_free(o);
+  if (!s)
+    return tap_done();
+  is(zkr_session_timeout(s), T, "negotiated %d ms", T);
+  int64_t sid = zkr_session_id(s);
+  zkr_session_add_listener(s, listener, NULL, NULL);
+
+  char *out = zkt_sandbox("pause 1");
+  int64_t paused_at = zkt_now_ms();
+  ok(out != NULL, "server SIGSTOPped");
+  free(out);
+  ok(zkt_wait_for(lost_seen, NULL, 3 * T), "LOST declared while the server "
+                                           "is stopped");
+  int64_t suspended_at = 0, lost_at = 0, lost_sid = 0;
+  int have_susp = find_event(ZKR_EV_SUSPENDED, &suspended_at, NULL);
+  ok(have_susp, "SUSPENDED came first (%lld ms after the pause)",
+     (long long)(suspended_at - paused_at));
+  find_event(ZKR_EV_LOST, &lost_at, &lost_sid);
+  is(lost_sid, sid, "LOST names the session");
+  ok(lost_at >= suspended_at, "LOST after SUSPENDED");
+  /* The client notices the silence 2/3 T after it last heard from the
+   * server and declares LOST 0.25 T later: at most 11/12 T after the last
+   * contact, so before a server could expire the session (T after the
+   * last contact, which was no later than the pause). The ensemble test
+   * checks the same against a real server-side expiry. */
+  ok(lost_at - paused_at < T,
+     "LOST %lld ms after the pause: within the %d ms session timeout",
+     (long long)(lost_at - paused_at), T);
+  ok(zkt_wait_for(connecting, s, 5000),
+     "renewing: CONNECTING while the server is stopped");
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  is(zkr__zk_exists(s, "/", zkr__deadline(300), &res), ZKR_ETIMEDOUT,
+     "operations wait (and time out) meanwhile");
+
+  out = zkt_sandbox("resume 1");
+  ok(out != NULL, "server resumed");
+  free(out);
+  ok(zkt_wait_for(connected_seen, NULL, 3 * T), "CONNECTED after resume");
+  int64_t new_sid = 0;
+  find_event(ZKR_EV_CONNECTED, NULL, &new_sid);
+  ok(new_sid != 0 && new_sid != sid, "with a new session 0x%llx",
+     (unsigned long long)new_sid);
+  is(zkr__zk_exists(s, "/", zkr__deadline(5000), &res), ZKR_OK,
+     "operations work again");
+  pthread_mutex_lock(&mu);
+  int bad_order = 0;
+  for (int i = 0; i < nev; i++)
+    if (evs[i] == ZKR_EV_RECONNECTED)
+      bad_order = 1; /* the old session must never come back */
+  pthread_mutex_unlock(&mu);
+  ok(!bad_order, "the lost session never reconnects");
+  zkr_session_close(s);
+  return tap_done();
+}
