@@ -70,6 +70,29 @@ struct event {
   struct event *next;
 };
 
+struct timer {
+  uint64_t id;
+  int64_t at;
+  void (*fn)(void *);
+  void *arg;
+  struct timer *next;
+};
+
+/* A deletion that must happen even across connection losses: retried on
+ * every reconnection of the same ZooKeeper session, dropped when that
+ * session is gone (its ephemeral nodes are gone with it). */
+struct bgdel {
+  char *path;   /* a node to delete, or a parent to clean (prefix) */
+  char *prefix; /* non-NULL: delete children of path with this prefix */
+  int marker;   /* delete with the release marker (setData+delete) */
+  uint64_t gen; /* the ZooKeeper session it belongs to */
+  int in_flight;
+  zkr_session *s;
+  zoo_op_t ops[2];
+  zoo_op_result_t results[2];
+  struct bgdel *next;
+};
+
 /* Per-handle context handed to zookeeper_init as the watcher context. */
 struct hctx {
   zkr_session *s;
@@ -113,6 +136,9 @@ struct zkr_session {
   pthread_t running_hook_thread;
   uint64_t running_watch;
   pthread_t running_watch_thread;
+
+  struct timer *timers;
+  struct bgdel *bgdels;
 
   struct event *evq, *evq_tail;
   int ev_stop;
@@ -284,6 +310,20 @@ static void session_free(zkr_session *s) {
     free(w->path);
     free(w);
     w = n;
+  }
+  struct timer *t = s->timers;
+  while (t) {
+    struct timer *n = t->next;
+    free(t);
+    t = n;
+  }
+  struct bgdel *b = s->bgdels;
+  while (b) {
+    struct bgdel *n = b->next;
+    free(b->path);
+    free(b->prefix);
+    free(b);
+    b = n;
   }
   struct event *e = s->evq;
   while (e) {
@@ -529,6 +569,9 @@ static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
   pthread_mutex_unlock(&s->mu);
 }
 
+static void bg_kick_locked(zkr_session *s);
+static void flush_timers(zkr_session *s);
+
 /* ------------------------------------------------------------------ */
 /* state machine */
 
@@ -572,6 +615,7 @@ static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
              ev == ZKR_EV_CONNECTED ? "established" : "reconnected",
              s->timeout_ms);
     push_state_event(s, ev, sid);
+    bg_kick_locked(s);
     pthread_cond_broadcast(&s->cv);
     pthread_cond_signal(&s->mcv);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
@@ -711,6 +755,26 @@ static void *manager_main(void *arg) {
     int64_t deadline = -1;
     if (s->need_renew)
       deadline = s->renew_at;
+    /* Due timers go to the event thread. */
+    while (s->timers && s->timers->at <= now) {
+      struct timer *t = s->timers;
+      s->timers = t->next;
+      struct event *e = calloc(1, sizeof *e);
+      if (e) {
+        e->is_closure = 1;
+        e->fn = t->fn;
+        e->arg = t->arg;
+        push_event(s, e);
+        free(t);
+      } else {
+        t->at = now + 10; /* try again shortly */
+        t->next = s->timers;
+        s->timers = t;
+        break;
+      }
+    }
+    if (s->timers && (deadline < 0 || s->timers->at < deadline))
+      deadline = s->timers->at;
     if (s->state == ZKR_STATE_SUSPENDED && s->timeout_ms > 0) {
       int64_t lost_at =
           s->suspended_at + (int64_t)(s->opts.lost_fraction * s->timeout_ms);
@@ -857,6 +921,7 @@ int zkr_session_close(zkr_session *s) {
   call_hooks(s, ZKR_EV_CLOSED, sid);
 
   pthread_mutex_lock(&s->mu);
+  flush_timers(s);
   push_state_event(s, ZKR_EV_CLOSED, sid);
   s->ev_stop = 1;
   pthread_cond_signal(&s->ecv);
@@ -1035,4 +1100,287 @@ void zkr__session_broadcast_locked(zkr_session *s) {
 
 int zkr__session_closing_locked(zkr_session *s) {
   return s->closing;
+}
+
+/* ------------------------------------------------------------------ */
+/* timers: run a closure on the event thread at a monotonic time */
+
+int zkr__timer_add(zkr_session *s, int64_t at_ms, void (*fn)(void *), void *arg,
+                   uint64_t *id) {
+  struct timer *t = calloc(1, sizeof *t);
+  if (!t)
+    return ZKR_ENOMEM;
+  t->at = at_ms;
+  t->fn = fn;
+  t->arg = arg;
+  pthread_mutex_lock(&s->mu);
+  if (s->closing) {
+    pthread_mutex_unlock(&s->mu);
+    free(t);
+    return ZKR_ECLOSED;
+  }
+  t->id = ++s->next_id;
+  struct timer **pp = &s->timers;
+  while (*pp && (*pp)->at <= at_ms)
+    pp = &(*pp)->next;
+  t->next = *pp;
+  *pp = t;
+  if (id)
+    *id = t->id;
+  pthread_cond_signal(&s->mcv);
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
+int zkr__timer_cancel(zkr_session *s, uint64_t id) {
+  int found = 0;
+  pthread_mutex_lock(&s->mu);
+  for (struct timer **pp = &s->timers; *pp; pp = &(*pp)->next) {
+    if ((*pp)->id == id) {
+      struct timer *t = *pp;
+      *pp = t->next;
+      free(t);
+      found = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return found;
+}
+
+/* At close: every pending timer still runs (on the event thread, with the
+ * session CLOSED), so that what it owns is freed. Under s->mu. */
+static void flush_timers(zkr_session *s) {
+  while (s->timers) {
+    struct timer *t = s->timers;
+    s->timers = t->next;
+    struct event *e = calloc(1, sizeof *e);
+    if (e) {
+      e->is_closure = 1;
+      e->fn = t->fn;
+      e->arg = t->arg;
+      push_event(s, e);
+    }
+    free(t);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* background deletions */
+
+static void bg_issue_locked(zkr_session *s, struct bgdel *b);
+
+static void bg_unlink_free_locked(zkr_session *s, struct bgdel *b) {
+  for (struct bgdel **pp = &s->bgdels; *pp; pp = &(*pp)->next)
+    if (*pp == b) {
+      *pp = b->next;
+      break;
+    }
+  free(b->path);
+  free(b->prefix);
+  free(b);
+  pthread_cond_broadcast(&s->cv);
+}
+
+static void bg_done(zkr_session *s, struct bgdel *b, int rc) {
+  pthread_mutex_lock(&s->mu);
+  b->in_flight = 0;
+  if (zkr__retryable(rc) && b->gen == s->gen && !s->closing &&
+      s->state == ZKR_STATE_CONNECTED)
+    bg_issue_locked(s, b); /* still connected: try again now */
+  else if (zkr__retryable(rc) && b->gen == s->gen && !s->closing)
+    ; /* kept: retried at the next reconnection */
+  else {
+    if (rc != ZOK && rc != ZNONODE && b->gen == s->gen && !s->closing)
+      zkr__log(ZKR_LOG_WARN, "background delete of %s failed: %s", b->path,
+               zerror(rc));
+    bg_unlink_free_locked(s, b);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void bg_void_cb(int rc, const void *data) {
+  struct bgdel *b = (struct bgdel *)data;
+  zkr__tls_in_callback++;
+  bg_done(b->s, b, rc);
+  zkr__tls_in_callback--;
+}
+
+static void bg_multi_cb(int rc, const void *data) {
+  struct bgdel *b = (struct bgdel *)data;
+  zkr__tls_in_callback++;
+  /* A failed multi reports the first failing op: ZNONODE if the node is
+   * already gone. */
+  if (rc != ZOK && !zkr__retryable(rc)) {
+    int r0 = b->results[0].err;
+    rc = r0 != ZOK ? r0 : b->results[1].err;
+  }
+  bg_done(b->s, b, rc);
+  zkr__tls_in_callback--;
+}
+
+static void bg_children_cb(int rc, const struct String_vector *names,
+                           const void *data) {
+  struct bgdel *b = (struct bgdel *)data;
+  zkr_session *s = b->s;
+  zkr__tls_in_callback++;
+  if (rc == ZOK && names) {
+    size_t plen = strlen(b->prefix);
+    for (int i = 0; i < names->count; i++) {
+      if (strncmp(names->data[i], b->prefix, plen) != 0)
+        continue;
+      char *child = zkr__path_join(b->path, names->data[i]);
+      if (child) {
+        zkr__session_bg_delete(s, child, b->gen, 0);
+        free(child);
+      }
+    }
+  }
+  bg_done(s, b, rc == ZNONODE ? ZOK : rc);
+  zkr__tls_in_callback--;
+}
+
+/* Under s->mu: send the deletion if the session is connected. */
+static void bg_issue_locked(zkr_session *s, struct bgdel *b) {
+  if (b->in_flight || !s->zh || s->state != ZKR_STATE_CONNECTED ||
+      b->gen != s->gen)
+    return;
+  int rc;
+  b->in_flight = 1;
+  if (b->prefix) {
+    rc = zoo_aget_children(s->zh, b->path, 0, bg_children_cb, b);
+  } else if (b->marker) {
+    zoo_set_op_init(&b->ops[0], b->path, "", 0, -1, NULL);
+    zoo_delete_op_init(&b->ops[1], b->path, -1);
+    rc = zoo_amulti(s->zh, 2, b->ops, b->results, bg_multi_cb, b);
+  } else {
+    rc = zoo_adelete(s->zh, b->path, -1, bg_void_cb, b);
+  }
+  if (rc != ZOK)
+    b->in_flight = 0; /* retried at the next reconnection */
+}
+
+static int bg_add(zkr_session *s, const char *path, const char *prefix,
+                  uint64_t gen, int marker) {
+  struct bgdel *b = calloc(1, sizeof *b);
+  if (!b)
+    return ZKR_ENOMEM;
+  b->path = zkr__strdup(path);
+  b->prefix = prefix ? zkr__strdup(prefix) : NULL;
+  if (!b->path || (prefix && !b->prefix)) {
+    free(b->path);
+    free(b->prefix);
+    free(b);
+    return ZKR_ENOMEM;
+  }
+  b->s = s;
+  b->gen = gen;
+  b->marker = marker;
+  pthread_mutex_lock(&s->mu);
+  if (s->closing || gen != s->gen) {
+    /* the session that owned the node is gone, and the node with it */
+    pthread_mutex_unlock(&s->mu);
+    free(b->path);
+    free(b->prefix);
+    free(b);
+    return ZKR_OK;
+  }
+  b->next = s->bgdels;
+  s->bgdels = b;
+  bg_issue_locked(s, b);
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
+int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen,
+                           int marker) {
+  return bg_add(s, path, NULL, gen, marker);
+}
+
+int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
+                            const char *prefix, uint64_t gen) {
+  return bg_add(s, parent, prefix, gen, 0);
+}
+
+/* Under s->mu, after (re)connection: send what waits; drop what belongs
+ * to a session that is gone. */
+static void bg_kick_locked(zkr_session *s) {
+  struct bgdel *b = s->bgdels;
+  while (b) {
+    struct bgdel *n = b->next;
+    if (b->gen != s->gen && !b->in_flight)
+      bg_unlink_free_locked(s, b);
+    else
+      bg_issue_locked(s, b);
+    b = n;
+  }
+}
+
+int zkr__session_bg_pending(zkr_session *s) {
+  pthread_mutex_lock(&s->mu);
+  int n = 0;
+  for (struct bgdel *b = s->bgdels; b; b = b->next)
+    n++;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* server-side watch removal */
+
+static void unwatch_done(int rc, const void *data) {
+  (void)rc;
+  (void)data;
+}
+
+void zkr__session_unwatch(zkr_session *s, const char *path) {
+  pthread_mutex_lock(&s->mu);
+  int others = 0;
+  for (struct watch *w = s->watches; w; w = w->next)
+    if (strcmp(w->path, path) == 0)
+      others = 1;
+  if (!others && s->zh && s->hctx && !s->closing &&
+      s->state == ZKR_STATE_CONNECTED) {
+    /* Watches set with watch=1 are registered under the handle's default
+     * watcher and context; remove exactly those. */
+    /* The 3.8 header declares the completion as void_completion_t *, but
+     * the client stores and calls the pointer as the function itself. */
+    union {
+      void_completion_t fn;
+      void_completion_t *as_declared;
+    } cb = {.fn = unwatch_done};
+    zoo_aremove_watches(s->zh, path, ZWATCHTYPE_DATA, global_watcher, s->hctx,
+                        0, cb.as_declared, NULL);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+int zkr__watch_unlink(zkr_session *s, uint64_t id) {
+  int found = 0;
+  pthread_mutex_lock(&s->mu);
+  for (struct watch **pp = &s->watches; *pp; pp = &(*pp)->next) {
+    if ((*pp)->id == id) {
+      struct watch *w = *pp;
+      *pp = w->next;
+      free(w->path);
+      free(w);
+      found = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return found;
+}
+
+int zkr__session_renews(zkr_session *s) {
+  pthread_mutex_lock(&s->mu);
+  int r = s->renew_enabled && !s->closing;
+  pthread_mutex_unlock(&s->mu);
+  return r;
+}
+
+void zkr__ignore_string_cb(int rc, const char *value, const void *data) {
+  (void)rc;
+  (void)value;
+  (void)data;
 }

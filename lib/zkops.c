@@ -18,7 +18,15 @@
 
 #include "zkr-private.h"
 
-enum op_kind { OP_CREATE, OP_DELETE, OP_EXISTS, OP_GET, OP_SET, OP_CHILDREN };
+enum op_kind {
+  OP_CREATE,
+  OP_DELETE,
+  OP_EXISTS,
+  OP_GET,
+  OP_SET,
+  OP_CHILDREN,
+  OP_MULTI
+};
 
 struct op {
   zkr_session *s;
@@ -26,6 +34,7 @@ struct op {
   int done;
   int zrc;
   zkr__result res;
+  zoo_op_result_t *mres; /* multi: results, owned by the op */
 };
 
 struct spec {
@@ -35,6 +44,8 @@ struct spec {
   int datalen;
   int flags;
   int version;
+  int count;           /* multi */
+  const zoo_op_t *ops; /* multi */
 };
 
 void zkr__result_clear(zkr__result *r) {
@@ -68,6 +79,7 @@ static void op_finish(struct op *op, int zrc) {
   zkr__session_unlock(s);
   if (last) {
     zkr__result_clear(&op->res);
+    free(op->mres);
     free(op);
   }
 }
@@ -159,6 +171,8 @@ static int start(zhandle_t *zh, const struct spec *sp, struct op *op) {
                     op);
   case OP_CHILDREN:
     return zoo_aget_children(zh, sp->path, 0, strings_cb, op);
+  case OP_MULTI:
+    return zoo_amulti(zh, sp->count, sp->ops, op->mres, void_cb, op);
   }
   return ZBADARGUMENTS;
 }
@@ -169,11 +183,13 @@ static int may_repeat(const struct spec *sp) {
     return !(sp->flags & ZOO_SEQUENCE); /* a repeat may give EEXISTS */
   if (sp->kind == OP_SET)
     return sp->version >= 0; /* conditional: a repeat gives BADVERSION */
+  if (sp->kind == OP_MULTI)
+    return 0; /* the caller decides */
   return 1;
 }
 
 static int run(zkr_session *s, const struct spec *sp, int64_t deadline,
-               zkr__result *res) {
+               zkr__result *res, zoo_op_result_t *mres, int *mzrc) {
   if (zkr__tls_in_callback)
     return ZKR_EDEADLK;
   for (int attempt = 0;; attempt++) {
@@ -193,11 +209,20 @@ static int run(zkr_session *s, const struct spec *sp, int64_t deadline,
     }
     op->s = s;
     op->refs = 2;
+    if (sp->kind == OP_MULTI) {
+      op->mres = calloc((size_t)sp->count, sizeof *op->mres);
+      if (!op->mres) {
+        zkr__session_put_zh(s);
+        free(op);
+        return ZKR_ENOMEM;
+      }
+    }
     int zrc = start(zh, sp, op);
     zkr__session_put_zh(s);
     if (zrc != ZOK) {
+      free(op->mres);
       free(op);
-      if (zkr__retryable(zrc) || zrc == ZINVALIDSTATE)
+      if ((zkr__retryable(zrc) || zrc == ZINVALIDSTATE) && may_repeat(sp))
         goto backoff;
       return zkr__from_zk(zrc);
     }
@@ -223,7 +248,13 @@ static int run(zkr_session *s, const struct spec *sp, int64_t deadline,
       *res = op->res;
       memset(&op->res, 0, sizeof op->res);
     }
+    if (sp->kind == OP_MULTI && mres && !zkr__retryable(zrc)) {
+      memcpy(mres, op->mres, (size_t)sp->count * sizeof *mres);
+      if (mzrc)
+        *mzrc = zrc;
+    }
     zkr__result_clear(&op->res);
+    free(op->mres);
     free(op);
     if (zrc == ZOK)
       return ZKR_OK;
@@ -246,38 +277,38 @@ static int run(zkr_session *s, const struct spec *sp, int64_t deadline,
 int zkr__zk_create(zkr_session *s, const char *path, const char *data,
                    int datalen, int flags, int64_t deadline_ms,
                    zkr__result *res) {
-  struct spec sp = {OP_CREATE, path, data, datalen, flags, -1};
-  return run(s, &sp, deadline_ms, res);
+  struct spec sp = {OP_CREATE, path, data, datalen, flags, -1, 0, NULL};
+  return run(s, &sp, deadline_ms, res, NULL, NULL);
 }
 
 int zkr__zk_delete(zkr_session *s, const char *path, int version,
                    int64_t deadline_ms) {
-  struct spec sp = {OP_DELETE, path, NULL, 0, 0, version};
-  return run(s, &sp, deadline_ms, NULL);
+  struct spec sp = {OP_DELETE, path, NULL, 0, 0, version, 0, NULL};
+  return run(s, &sp, deadline_ms, NULL, NULL, NULL);
 }
 
 int zkr__zk_exists(zkr_session *s, const char *path, int64_t deadline_ms,
                    zkr__result *res) {
-  struct spec sp = {OP_EXISTS, path, NULL, 0, 0, -1};
-  return run(s, &sp, deadline_ms, res);
+  struct spec sp = {OP_EXISTS, path, NULL, 0, 0, -1, 0, NULL};
+  return run(s, &sp, deadline_ms, res, NULL, NULL);
 }
 
 int zkr__zk_get(zkr_session *s, const char *path, int64_t deadline_ms,
                 zkr__result *res) {
-  struct spec sp = {OP_GET, path, NULL, 0, 0, -1};
-  return run(s, &sp, deadline_ms, res);
+  struct spec sp = {OP_GET, path, NULL, 0, 0, -1, 0, NULL};
+  return run(s, &sp, deadline_ms, res, NULL, NULL);
 }
 
 int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,
                 int version, int64_t deadline_ms) {
-  struct spec sp = {OP_SET, path, data, datalen, 0, version};
-  return run(s, &sp, deadline_ms, NULL);
+  struct spec sp = {OP_SET, path, data, datalen, 0, version, 0, NULL};
+  return run(s, &sp, deadline_ms, NULL, NULL, NULL);
 }
 
 int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
                      zkr__result *res) {
-  struct spec sp = {OP_CHILDREN, path, NULL, 0, 0, -1};
-  return run(s, &sp, deadline_ms, res);
+  struct spec sp = {OP_CHILDREN, path, NULL, 0, 0, -1, 0, NULL};
+  return run(s, &sp, deadline_ms, res, NULL, NULL);
 }
 
 int zkr__zk_create_parents(zkr_session *s, const char *path,
@@ -307,4 +338,11 @@ int zkr__zk_create_parents(zkr_session *s, const char *path,
     return rc;
   rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
   return rc == ZKR_EEXISTS ? ZKR_OK : rc;
+}
+
+int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
+                  zoo_op_result_t *results, int64_t deadline_ms, int *zrc) {
+  struct spec sp = {OP_MULTI, NULL, NULL, 0, 0, -1, count, ops};
+  *zrc = 0;
+  return run(s, &sp, deadline_ms, NULL, results, zrc);
 }

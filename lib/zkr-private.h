@@ -40,6 +40,20 @@ int zkr__hosts_check(const char *hosts);
 char *zkr__path_join(const char *parent, const char *child);
 char *zkr__strdup(const char *s);
 
+/* ---- contender names (seq.c) ---- */
+/* The sequence number ZooKeeper appended to @name; 0 if it has none (not a
+ * contender). */
+int zkr__seq_parse(const char *name, int32_t *seq);
+/* Order of two sequence numbers, safe across the signed 32-bit wrap:
+ * negative if @a was issued before @b. */
+int zkr__seq_cmp(int32_t a, int32_t b);
+
+/* ---- recipes (mutex.c) ---- */
+/* A lock path: a valid path, not "/", not under "/zookeeper". */
+int zkr__lock_path_check(const char *path);
+/* The contender data "host=H pid=P[ id=I]" into @buf; returns its length. */
+int zkr__contender_data(const char *id, char *buf, size_t len);
+
 /* ---- errors (error.c) ---- */
 /* Map a ZooKeeper client code to a zkr code. */
 int zkr__from_zk(int zrc);
@@ -98,6 +112,37 @@ int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_fn fn,
 /* After it returns the registrant is not running (unless this is its own
  * thread) and will never run. Unknown ids are ignored. */
 void zkr__watch_remove(zkr_session *s, uint64_t id);
+/* Unlink without waiting: returns 1 if the registrant was unlinked before
+ * it was dispatched (it will never run), 0 if it already was (it runs or
+ * ran). */
+int zkr__watch_unlink(zkr_session *s, uint64_t id);
+/* Does the session open a new ZooKeeper session after a loss? */
+int zkr__session_renews(zkr_session *s);
+/* A completion that ignores its result (for fire-and-forget requests). */
+void zkr__ignore_string_cb(int rc, const char *value, const void *data);
+
+/* Timers: run fn(arg) on the event thread at @at_ms (monotonic). A timer
+ * pending at close still runs (with the session CLOSED). Cancel returns 1
+ * if the timer was removed before it was handed to the event thread. */
+int zkr__timer_add(zkr_session *s, int64_t at_ms, void (*fn)(void *), void *arg,
+                   uint64_t *id);
+int zkr__timer_cancel(zkr_session *s, uint64_t id);
+
+/* Background deletion of a node of ZooKeeper session @gen, retried across
+ * connection losses until it succeeds or that session is gone. With
+ * @marker, the node's data is set to "" in the same multi-op first: the
+ * release marker that tells a waiting successor the node was a holder. */
+int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen,
+                           int marker);
+/* Background deletion of every child of @parent whose name starts with
+ * @prefix (a create whose reply was lost may have left one). */
+int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
+                            const char *prefix, uint64_t gen);
+/* Number of background deletions not finished (for tests). */
+int zkr__session_bg_pending(zkr_session *s);
+/* Remove the server-side data watch on @path, unless another registrant
+ * of this session still wants it. */
+void zkr__session_unwatch(zkr_session *s, const char *path);
 
 /* ---- synchronous operations with deadline and retry (zkops.c) ---- */
 typedef struct zkr__result {
@@ -126,6 +171,11 @@ int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,
                 int version, int64_t deadline_ms);
 int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
                      zkr__result *res);
+/* A multi-op, not retried (its outcome is unknown after a connection
+ * loss: ZKR_ECONNLOSS). When the server answered, *zrc is its code and
+ * @results are filled (also when it failed). */
+int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
+                  zoo_op_result_t *results, int64_t deadline_ms, int *zrc);
 /* Create @path and its missing ancestors as container nodes (@path itself
  * too unless @leaf_flags says otherwise: -1 = container). */
 int zkr__zk_create_parents(zkr_session *s, const char *path,

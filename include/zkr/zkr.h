@@ -5,5 +5,6 @@
 #include <zkr/common.h>
 #include <zkr/version.h>
 #include <zkr/session.h>
+#include <zkr/mutex.h>
 
 #endif /* ZKR_ZKR_H */

@@ -1,0 +1,1120 @@
+/*
+ * The queue engine: a queue of ephemeral-sequential nodes plus a rule for
+ * whom to wait on. Every recipe is a policy over it.
+ *
+ * One zkr__queue is one contender. An acquisition runs as a chain of
+ * asynchronous ZooKeeper requests driven by their completions (on the
+ * ZooKeeper completion thread), the session's state hooks, watch events
+ * and a deadline timer; blocking callers wait on a condition variable and
+ * asynchronous callers get a callback on the session's event thread.
+ *
+ *   create  EPHEMERAL|SEQUENTIAL "<parent>/_c_<uuid>-<name><seq>"
+ *           (ZNONODE: create the missing parents as containers, again)
+ *           (lost reply: after reconnecting, look for "_c_<uuid>-" among
+ *            the children and adopt it if its owner is our session)
+ *   list    the children once; the blockers before us by the policy are
+ *           the only nodes that can ever block us (later nodes get later
+ *           numbers), so the list is kept
+ *   watch   the nearest remaining blocker with exists+watch: O(1) bytes.
+ *           Gone already: drop it, check the next. None left: held.
+ *   wake    NodeDeleted: drop it, check the next remaining one.
+ *           NodeDataChanged: the release marker. A zkr holder releases
+ *           with a multi-op {setData "", delete}, so its watcher learns
+ *           that the node was a holder; when the policy says a holder
+ *           implies no earlier blockers (mutex, write lock), every earlier
+ *           blocker is gone and we hold at once, without a request.
+ *
+ * Every asynchronous callback holds a reference on the queue object and
+ * carries the attempt number it belongs to; a callback of an abandoned
+ * attempt (timed out, cancelled, lost) is ignored, so a cancelled waiter
+ * can never be woken into ownership and nothing touches freed memory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+typedef enum {
+  Q_IDLE,
+  Q_CREATING, /* create sent, or to be sent once connected */
+  Q_LISTING,
+  Q_WATCHING,
+  Q_HELD
+} qphase;
+
+struct pred {
+  char *name;
+  int32_t seq;
+};
+
+struct zkr__queue {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs; /* under mu */
+  zkr_session *s;
+  char *parent;
+  const zkr__qpolicy *pol;
+  char *data;
+  int datalen;
+  uint64_t hook_id;
+  int freed;
+  int cb_running; /* a user callback runs on the event thread */
+
+  /* the current acquisition, and its attempt (a new one after a loss) */
+  uint64_t acq;
+  uint64_t attempt;
+  int adopting; /* verifying a node found again after a lost reply */
+  qphase phase;
+  int try_once;
+  char prefix[48]; /* "_c_<uuid>-" */
+  char *node;      /* our node's name */
+  char *node_path;
+  int32_t seq;
+  int64_t czxid;
+  uint64_t gen;         /* ZooKeeper session of our node */
+  int create_unknown;   /* a create was sent whose outcome is unknown */
+  int create_gen_valid; /* create_unknown refers to generation gen */
+  int parent_tries;
+  int waiting_conn; /* paused until the session is connected again */
+  struct pred *preds;
+  int npreds;
+  uint64_t watch_id; /* registry id of our one watch, 0 if none */
+  char *watch_path;
+  int64_t deadline;
+  uint64_t timer_id;
+  zkr__queue_done_fn done_fn;
+  void *done_ud;
+  int result;
+  int finished;
+
+  /* once held */
+  zkr__qstate lstate;
+  zkr__queue_state_fn state_fn;
+  void *state_ud;
+};
+
+/* Context of one asynchronous request. */
+struct qctx {
+  zkr__queue *q;
+  uint64_t acq; /* the acquisition (survives restarts of attempts) */
+  uint64_t attempt;
+  uint64_t gen;
+  uint64_t watch_id;
+};
+
+static void q_ref_locked(zkr__queue *q) {
+  q->refs++;
+}
+
+static void q_destroy(zkr__queue *q) {
+  free(q->parent);
+  free(q->data);
+  free(q->node);
+  free(q->node_path);
+  for (int i = 0; i < q->npreds; i++)
+    free(q->preds[i].name);
+  free(q->preds);
+  free(q->watch_path);
+  pthread_cond_destroy(&q->cv);
+  pthread_mutex_destroy(&q->mu);
+  zkr__session_unref(q->s);
+  free(q);
+}
+
+static void q_unref(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int last = --q->refs == 0;
+  pthread_mutex_unlock(&q->mu);
+  if (last)
+    q_destroy(q);
+}
+
+static struct qctx *ctx_new(zkr__queue *q) {
+  struct qctx *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->q = q;
+  c->acq = q->acq;
+  c->attempt = q->attempt;
+  c->gen = q->gen;
+  q_ref_locked(q);
+  return c;
+}
+
+/* Release a context from a callback (q->mu not held). */
+static void ctx_done(struct qctx *c) {
+  zkr__queue *q = c->q;
+  free(c);
+  q_unref(q);
+}
+
+/* ------------------------------------------------------------------ */
+/* small helpers */
+
+static void make_prefix(char *out, size_t len) {
+  unsigned char r[16];
+  ssize_t got = getrandom(r, sizeof r, 0);
+  if (got != (ssize_t)sizeof r) {
+    /* no entropy source: time, pid and address still make a unique id
+     * within one ensemble's lifetime for practical purposes */
+    int64_t t = zkr__now_ms();
+    uintptr_t a = (uintptr_t)out;
+    for (size_t i = 0; i < sizeof r; i++)
+      r[i] = (unsigned char)((t >> (i * 3)) ^ ((uint64_t)getpid() >> i) ^
+                             (a >> (i % 8)));
+  }
+  r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* UUID version 4 */
+  r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+  snprintf(out, len,
+           "_c_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+           "%02x-",
+           r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+           r[11], r[12], r[13], r[14], r[15]);
+}
+
+static void clear_preds(zkr__queue *q) {
+  for (int i = 0; i < q->npreds; i++)
+    free(q->preds[i].name);
+  free(q->preds);
+  q->preds = NULL;
+  q->npreds = 0;
+}
+
+static void clear_node(zkr__queue *q) {
+  free(q->node);
+  free(q->node_path);
+  q->node = NULL;
+  q->node_path = NULL;
+  q->czxid = 0;
+}
+
+/* Forget our one watch (under mu). The registry entry is unlinked without
+ * waiting for a callback in progress: that callback finds its watch id
+ * stale and only drops its reference. With @server, the server-side watch
+ * is removed too, so an abandoned waiter leaves no stale watch. */
+static void drop_watch(zkr__queue *q, int server) {
+  if (q->watch_id) {
+    if (zkr__watch_unlink(q->s, q->watch_id))
+      q->refs--; /* its callback will never run; never the last ref here */
+    q->watch_id = 0;
+    if (server && q->watch_path)
+      zkr__session_unwatch(q->s, q->watch_path);
+  }
+  free(q->watch_path);
+  q->watch_path = NULL;
+}
+
+static void cancel_timer(zkr__queue *q) {
+  if (q->timer_id) {
+    if (zkr__timer_cancel(q->s, q->timer_id))
+      q->refs--; /* the timer will never run */
+    q->timer_id = 0;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* completion of an attempt */
+
+struct post {
+  zkr__queue *q;
+  zkr__queue_done_fn fn;
+  void *ud;
+  int rc;
+};
+
+/* Run a user callback unless the object was freed; zkr__queue_free()
+ * waits for one in progress. */
+static int cb_enter(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int ok = !q->freed;
+  if (ok)
+    q->cb_running = 1;
+  pthread_mutex_unlock(&q->mu);
+  return ok;
+}
+
+static void cb_leave(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  q->cb_running = 0;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
+static void post_done(void *arg) {
+  struct post *p = arg;
+  zkr__queue *q = p->q;
+  if (cb_enter(q)) {
+    p->fn(q, p->rc, p->ud);
+    cb_leave(q);
+  }
+  free(p);
+  q_unref(q);
+}
+
+struct spost {
+  zkr__queue *q;
+  zkr__queue_state_fn fn;
+  void *ud;
+  zkr__qstate st;
+};
+
+static void post_state(void *arg) {
+  struct spost *p = arg;
+  zkr__queue *q = p->q;
+  if (cb_enter(q)) {
+    p->fn(q, p->st, p->ud);
+    cb_leave(q);
+  }
+  free(p);
+  q_unref(q);
+}
+
+/* Under mu: tell the user (on the event thread) that the lock state
+ * changed. */
+static void set_lstate(zkr__queue *q, zkr__qstate st) {
+  if (q->lstate == st)
+    return;
+  q->lstate = st;
+  pthread_cond_broadcast(&q->cv);
+  if (!q->state_fn || q->freed)
+    return;
+  struct spost *p = calloc(1, sizeof *p);
+  if (!p)
+    return;
+  p->q = q;
+  p->fn = q->state_fn;
+  p->ud = q->state_ud;
+  p->st = st;
+  q_ref_locked(q);
+  if (zkr__session_post(q->s, post_state, p) != ZKR_OK) {
+    q->refs--;
+    free(p);
+  }
+}
+
+/* Under mu: abandon whatever the attempt left on the server. */
+static void abandon(zkr__queue *q) {
+  drop_watch(q, 1);
+  if (q->node_path)
+    zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
+  else if (q->create_unknown && q->create_gen_valid)
+    zkr__session_bg_cleanup(q->s, q->parent, q->prefix, q->gen);
+  clear_node(q);
+  clear_preds(q);
+  q->create_unknown = 0;
+}
+
+/* Under mu: the attempt ends with @rc. */
+static void finish(zkr__queue *q, int rc) {
+  cancel_timer(q);
+  q->waiting_conn = 0;
+  if (rc == ZKR_OK) {
+    drop_watch(q, 0);
+    clear_preds(q);
+    q->phase = Q_HELD;
+    set_lstate(q, ZKR__Q_HELD);
+  } else {
+    abandon(q);
+    q->phase = Q_IDLE;
+    q->attempt++; /* late callbacks of this attempt are ignored */
+  }
+  q->result = rc;
+  q->finished = 1;
+  pthread_cond_broadcast(&q->cv);
+  if (q->done_fn) {
+    struct post *p = calloc(1, sizeof *p);
+    if (p) {
+      p->q = q;
+      p->fn = q->done_fn;
+      p->ud = q->done_ud;
+      p->rc = rc;
+      q_ref_locked(q);
+      if (zkr__session_post(q->s, post_done, p) != ZKR_OK) {
+        /* the session is closed: the event thread is gone, run it here */
+        q->refs--;
+        free(p);
+      }
+    }
+    q->done_fn = NULL;
+  }
+}
+
+static int acquiring(zkr__queue *q) {
+  return q->phase == Q_CREATING || q->phase == Q_LISTING ||
+         q->phase == Q_WATCHING;
+}
+
+/* ------------------------------------------------------------------ */
+/* the steps */
+
+static void step_create(zkr__queue *q);
+static void step_list(zkr__queue *q);
+static void step_watch(zkr__queue *q);
+static void step_adopt(zkr__queue *q);
+
+/* Under mu: a step could not be sent or its reply was lost; continue when
+ * the session is connected again (state hook). */
+static void pause_for_connection(zkr__queue *q) {
+  q->waiting_conn = 1;
+}
+
+/* Under mu: get the handle for one request; on failure the attempt either
+ * pauses (between sessions) or ends. Returns NULL if no request may go. */
+static zhandle_t *get_zh(zkr__queue *q, uint64_t *gen) {
+  zhandle_t *zh;
+  int rc = zkr__session_get_zh(q->s, &zh, gen);
+  if (rc == ZKR_OK)
+    return zh;
+  if (rc == ZKR_ECONNLOSS)
+    pause_for_connection(q);
+  else
+    finish(q, rc);
+  return NULL;
+}
+
+static void create_cb(int rc, const char *value, const struct Stat *stat,
+                      const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt != q->attempt || q->phase != Q_CREATING) {
+    /* an abandoned attempt: remove what it made */
+    if (rc == ZOK && value)
+      zkr__session_bg_delete(q->s, value, c->gen, 0);
+  } else if (rc == ZOK) {
+    const char *slash = strrchr(value, '/');
+    free(q->node);
+    free(q->node_path);
+    q->node = zkr__strdup(slash ? slash + 1 : value);
+    q->node_path = zkr__strdup(value);
+    q->gen = c->gen;
+    q->create_unknown = 0;
+    q->czxid = stat ? stat->czxid : 0;
+    if (!q->node || !q->node_path || !zkr__seq_parse(q->node, &q->seq)) {
+      finish(q, q->node && q->node_path ? ZKR_EZK : ZKR_ENOMEM);
+    } else {
+      q->phase = Q_LISTING;
+      step_list(q);
+    }
+  } else if (rc == ZNONODE && q->parent_tries < 3) {
+    /* The parent is missing: create it and its ancestors as containers
+     * (requests of one session are applied in order), then again. */
+    q->parent_tries++;
+    q->create_unknown = 0;
+    uint64_t gen;
+    zhandle_t *zh = get_zh(q, &gen);
+    if (zh) {
+      int err = ZOK;
+      for (const char *p = strchr(q->parent + 1, '/');;
+           p = strchr(p + 1, '/')) {
+        size_t n = p ? (size_t)(p - q->parent) : strlen(q->parent);
+        char *anc = malloc(n + 1);
+        if (!anc) {
+          err = ZSYSTEMERROR;
+          break;
+        }
+        memcpy(anc, q->parent, n);
+        anc[n] = '\0';
+        err = zoo_acreate(zh, anc, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                          ZOO_CONTAINER, zkr__ignore_string_cb, NULL);
+        free(anc);
+        if (err != ZOK || !p)
+          break;
+      }
+      zkr__session_put_zh(q->s);
+      if (err != ZOK && !zkr__retryable(err) && err != ZINVALIDSTATE)
+        finish(q, zkr__from_zk(err));
+      else
+        step_create(q);
+    }
+  } else if (zkr__retryable(rc)) {
+    /* The create may or may not have been applied: find it again by its
+     * prefix once the connection is back. */
+    q->create_unknown = 1;
+    q->create_gen_valid = 1;
+    q->gen = c->gen;
+    pause_for_connection(q);
+  } else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE) {
+    q->create_unknown = 0;
+    pause_for_connection(q); /* a new session will come (or CLOSED) */
+  } else {
+    q->create_unknown = 0;
+    finish(q, zkr__from_zk(rc));
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+static void step_create(zkr__queue *q) {
+  uint64_t gen;
+  zhandle_t *zh = get_zh(q, &gen);
+  if (!zh)
+    return;
+  char *path = malloc(strlen(q->parent) + 1 + strlen(q->prefix) +
+                      strlen(q->pol->name) + 1);
+  struct qctx *c = path ? ctx_new(q) : NULL;
+  if (!c) {
+    zkr__session_put_zh(q->s);
+    free(path);
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
+  snprintf(path,
+           strlen(q->parent) + 1 + strlen(q->prefix) + strlen(q->pol->name) + 1,
+           "%s/%s%s", q->parent, q->prefix, q->pol->name);
+  c->gen = gen;
+  int rc = zoo_acreate2(zh, path, q->data, q->datalen, &ZOO_OPEN_ACL_UNSAFE,
+                        ZOO_EPHEMERAL_SEQUENTIAL, create_cb, c);
+  zkr__session_put_zh(q->s);
+  free(path);
+  if (rc != ZOK) {
+    q->refs--;
+    free(c);
+    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+      pause_for_connection(q);
+    else
+      finish(q, zkr__from_zk(rc));
+  }
+}
+
+static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_LISTING && q->adopting) {
+    q->adopting = 0;
+    int64_t sid = 0;
+    zkr__session_generation(q->s, &sid);
+    if (rc == ZOK && stat && stat->ephemeralOwner == sid && c->gen == q->gen) {
+      q->czxid = stat->czxid;
+      step_list(q); /* now find our place */
+    } else if (rc == ZOK || rc == ZNONODE) {
+      /* not ours after all (another session's): leave it, queue anew */
+      zkr__log(ZKR_LOG_WARN,
+               "%s: found by prefix but not owned by this "
+               "session; not adopted",
+               q->node_path);
+      clear_node(q);
+      q->phase = Q_CREATING;
+      step_create(q);
+    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+               rc == ZINVALIDSTATE) {
+      q->create_unknown = 1; /* look again after reconnecting */
+      clear_node(q);
+      q->phase = Q_CREATING;
+      pause_for_connection(q);
+    } else {
+      finish(q, zkr__from_zk(rc));
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+/* Under mu: read the stat of a node found by our prefix. */
+static void step_adopt(zkr__queue *q) {
+  uint64_t gen;
+  zhandle_t *zh = get_zh(q, &gen);
+  if (!zh)
+    return;
+  struct qctx *c = ctx_new(q);
+  if (!c) {
+    zkr__session_put_zh(q->s);
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
+  c->gen = gen;
+  q->adopting = 1;
+  int rc = zoo_aexists(zh, q->node_path, 0, adopt_cb, c);
+  zkr__session_put_zh(q->s);
+  if (rc != ZOK) {
+    q->refs--;
+    free(c);
+    q->adopting = 0;
+    q->create_unknown = 1;
+    clear_node(q);
+    q->phase = Q_CREATING;
+    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+      pause_for_connection(q);
+    else
+      finish(q, zkr__from_zk(rc));
+  }
+}
+
+static int pred_cmp(const void *a, const void *b) {
+  return zkr__seq_cmp(((const struct pred *)a)->seq,
+                      ((const struct pred *)b)->seq);
+}
+
+/* Under mu: the children are listed; find our place. */
+static void evaluate(zkr__queue *q, const struct String_vector *names) {
+  /* Recovering a create whose reply was lost: is our node there? */
+  if (q->create_unknown) {
+    q->create_unknown = 0;
+    const char *found = NULL;
+    size_t plen = strlen(q->prefix);
+    for (int i = 0; names && i < names->count; i++)
+      if (strncmp(names->data[i], q->prefix, plen) == 0)
+        found = names->data[i];
+    if (!found) {
+      q->phase = Q_CREATING;
+      step_create(q); /* it was never applied */
+      return;
+    }
+    /* The prefix is this attempt's own random id; check that the node's
+     * owner is our session and read its czxid (the fencing token). */
+    free(q->node);
+    free(q->node_path);
+    q->node = zkr__strdup(found);
+    q->node_path = zkr__path_join(q->parent, found);
+    if (!q->node || !q->node_path || !zkr__seq_parse(q->node, &q->seq)) {
+      finish(q, ZKR_ENOMEM);
+      return;
+    }
+    step_adopt(q);
+    return;
+  }
+  int have_self = 0;
+  clear_preds(q);
+  int n = names ? names->count : 0;
+  q->preds = n > 0 ? calloc((size_t)n, sizeof *q->preds) : NULL;
+  if (n > 0 && !q->preds) {
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    const char *name = names->data[i];
+    int32_t seq;
+    if (strcmp(name, q->node) == 0) {
+      have_self = 1;
+      continue;
+    }
+    if (!zkr__seq_parse(name, &seq) || zkr__seq_cmp(seq, q->seq) >= 0)
+      continue;
+    if (!q->pol->blocks(name, q->pol->ctx))
+      continue;
+    q->preds[q->npreds].name = zkr__strdup(name);
+    q->preds[q->npreds].seq = seq;
+    if (!q->preds[q->npreds].name) {
+      finish(q, ZKR_ENOMEM);
+      return;
+    }
+    q->npreds++;
+  }
+  if (!have_self) {
+    /* Our node is gone (deleted by someone): queue again. */
+    clear_node(q);
+    clear_preds(q);
+    q->phase = Q_CREATING;
+    step_create(q);
+    return;
+  }
+  qsort(q->preds, (size_t)q->npreds, sizeof *q->preds, pred_cmp);
+  if (q->npreds == 0) {
+    finish(q, ZKR_OK);
+    return;
+  }
+  if (q->try_once) {
+    finish(q, ZKR_EWOULDBLOCK);
+    return;
+  }
+  q->phase = Q_WATCHING;
+  step_watch(q);
+}
+
+static void list_cb(int rc, const struct String_vector *names,
+                    const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_LISTING) {
+    if (rc == ZOK)
+      evaluate(q, names);
+    else if (rc == ZNONODE) {
+      q->phase = Q_CREATING; /* parent gone: so is our node */
+      clear_node(q);
+      step_create(q);
+    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+               rc == ZINVALIDSTATE)
+      pause_for_connection(q);
+    else
+      finish(q, zkr__from_zk(rc));
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+static void step_list(zkr__queue *q) {
+  uint64_t gen;
+  zhandle_t *zh = get_zh(q, &gen);
+  if (!zh)
+    return;
+  struct qctx *c = ctx_new(q);
+  if (!c) {
+    zkr__session_put_zh(q->s);
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
+  int rc = zoo_aget_children(zh, q->parent, 0, list_cb, c);
+  zkr__session_put_zh(q->s);
+  if (rc != ZOK) {
+    q->refs--;
+    free(c);
+    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+      pause_for_connection(q);
+    else
+      finish(q, zkr__from_zk(rc));
+  }
+}
+
+/* Under mu: the nearest remaining blocker went away (or is known to have
+ * been a holder); continue with the next, or hold. */
+static void pred_gone(zkr__queue *q, int was_holder) {
+  drop_watch(q, 0);
+  if (q->npreds > 0) {
+    q->npreds--;
+    free(q->preds[q->npreds].name);
+  }
+  if (was_holder && q->pol->holder_clears_earlier) {
+    /* It held, so no earlier blocker existed then, and none can appear. */
+    clear_preds(q);
+  }
+  if (q->npreds == 0)
+    finish(q, ZKR_OK);
+  else
+    step_watch(q);
+}
+
+static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
+  struct qctx *c = ctx;
+  zkr__queue *q = c->q;
+  (void)s;
+  (void)path;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_WATCHING &&
+      c->watch_id == q->watch_id) {
+    q->watch_id = 0; /* consumed: the registry already unlinked it */
+    free(q->watch_path);
+    q->watch_path = NULL;
+    if (type == ZOO_DELETED_EVENT)
+      pred_gone(q, 0);
+    else if (type == ZOO_CHANGED_EVENT)
+      pred_gone(q, 1); /* the release marker */
+    else
+      step_watch(q); /* anything else: look again */
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+static void exists_cb(int rc, const struct Stat *stat, const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  (void)stat;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_WATCHING &&
+      c->watch_id == q->watch_id && q->watch_id != 0) {
+    if (rc == ZOK) {
+      /* the watch is set: wait for it */
+    } else if (rc == ZNONODE) {
+      /* Gone before we looked. exists() left a watch for its creation
+       * on the server: remove it. Whether it held is unknown, so only
+       * this one is dropped. */
+      drop_watch(q, 1);
+      pred_gone(q, 0);
+    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+               rc == ZINVALIDSTATE) {
+      pause_for_connection(q);
+    } else {
+      finish(q, zkr__from_zk(rc));
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+/* Under mu: watch the nearest remaining blocker (one exists+watch). */
+static void step_watch(zkr__queue *q) {
+  drop_watch(q, 0);
+  if (q->npreds == 0) {
+    finish(q, ZKR_OK);
+    return;
+  }
+  uint64_t gen;
+  zhandle_t *zh = get_zh(q, &gen);
+  if (!zh)
+    return;
+  char *path = zkr__path_join(q->parent, q->preds[q->npreds - 1].name);
+  struct qctx *wc = path ? ctx_new(q) : NULL;
+  struct qctx *ec = wc ? ctx_new(q) : NULL;
+  uint64_t wid = 0;
+  if (!ec || zkr__watch_add(q->s, path, watch_cb, wc, &wid) != ZKR_OK) {
+    zkr__session_put_zh(q->s);
+    if (wc) {
+      q->refs--;
+      free(wc);
+    }
+    if (ec) {
+      q->refs--;
+      free(ec);
+    }
+    free(path);
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
+  wc->watch_id = wid;
+  ec->watch_id = wid;
+  q->watch_id = wid;
+  q->watch_path = path;
+  int rc = zoo_aexists(zh, path, 1, exists_cb, ec);
+  zkr__session_put_zh(q->s);
+  if (rc != ZOK) {
+    q->refs--;
+    free(ec);
+    drop_watch(q, 0);
+    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+      pause_for_connection(q);
+    else
+      finish(q, zkr__from_zk(rc));
+  }
+}
+
+/* Under mu: continue a paused attempt now that the session is connected. */
+static void resume(zkr__queue *q) {
+  q->waiting_conn = 0;
+  switch (q->phase) {
+  case Q_CREATING:
+    if (q->create_unknown) {
+      q->phase = Q_LISTING;
+      step_list(q); /* evaluate() looks for the prefix first */
+    } else {
+      step_create(q);
+    }
+    break;
+  case Q_LISTING:
+    step_list(q);
+    break;
+  case Q_WATCHING:
+    step_watch(q);
+    break;
+  default:
+    break;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* session state */
+
+static void verify_cb(int rc, const struct Stat *stat, const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  (void)stat;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_HELD &&
+      q->lstate == ZKR__Q_SUSPECT) {
+    if (rc == ZOK)
+      set_lstate(q, ZKR__Q_HELD);
+    else if (rc == ZNONODE)
+      set_lstate(q, ZKR__Q_LOST); /* deleted under us */
+    /* other errors: stays SUSPECT until the next event */
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
+                       void *ctx) {
+  zkr__queue *q = ctx;
+  (void)s;
+  (void)sid;
+  pthread_mutex_lock(&q->mu);
+  switch (ev) {
+  case ZKR_EV_SUSPENDED:
+    if (q->phase == Q_HELD && q->lstate == ZKR__Q_HELD)
+      set_lstate(q, ZKR__Q_SUSPECT);
+    break;
+  case ZKR_EV_RECONNECTED:
+    if (q->phase == Q_HELD && q->lstate == ZKR__Q_SUSPECT) {
+      /* Same session: the node should still be there; make sure. */
+      uint64_t gen;
+      zhandle_t *zh;
+      if (zkr__session_get_zh(q->s, &zh, &gen) == ZKR_OK) {
+        struct qctx *c = ctx_new(q);
+        int rc =
+            c ? zoo_aexists(zh, q->node_path, 0, verify_cb, c) : ZSYSTEMERROR;
+        zkr__session_put_zh(q->s);
+        if (rc != ZOK && c) {
+          q->refs--;
+          free(c);
+        }
+      }
+    } else if (acquiring(q) && q->waiting_conn) {
+      resume(q);
+    }
+    break;
+  case ZKR_EV_LOST:
+  case ZKR_EV_CLOSED:
+    if (q->phase == Q_HELD) {
+      /* The node went with the session. */
+      clear_node(q);
+      q->phase = Q_IDLE;
+      q->attempt++;
+      set_lstate(q, ZKR__Q_LOST);
+    } else if (acquiring(q)) {
+      if (ev == ZKR_EV_CLOSED) {
+        finish(q, ZKR_ECLOSED);
+      } else {
+        /* Our node (if any) went with the session: start over on the
+         * next one, if the deadline allows. */
+        drop_watch(q, 0);
+        clear_node(q);
+        clear_preds(q);
+        q->create_unknown = 0;
+        q->phase = Q_CREATING;
+        q->attempt++;
+        make_prefix(q->prefix, sizeof q->prefix);
+        pause_for_connection(q);
+        if (zkr_session_state_get(q->s) == ZKR_STATE_LOST &&
+            !zkr__session_renews(q->s))
+          finish(q, ZKR_ESESSIONLOST);
+      }
+    }
+    break;
+  case ZKR_EV_CONNECTED:
+    if (acquiring(q) && q->waiting_conn) {
+      q->create_unknown = 0; /* a new session: nothing of ours is there */
+      q->phase = Q_CREATING;
+      resume(q);
+    }
+    break;
+  }
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* the deadline */
+
+static void deadline_fired(void *arg) {
+  struct qctx *c = arg;
+  zkr__queue *q = c->q;
+  pthread_mutex_lock(&q->mu);
+  if (c->acq == q->acq && acquiring(q)) {
+    q->timer_id = 0;
+    finish(q, ZKR_ETIMEDOUT);
+  }
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* API */
+
+int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
+                   const zkr__qpolicy *pol, const char *data, int datalen) {
+  zkr__queue *q = calloc(1, sizeof *q);
+  if (!q)
+    return ZKR_ENOMEM;
+  q->parent = zkr__strdup(parent);
+  q->data = malloc(datalen > 0 ? (size_t)datalen : 1);
+  if (!q->parent || !q->data) {
+    free(q->parent);
+    free(q->data);
+    free(q);
+    return ZKR_ENOMEM;
+  }
+  if (datalen > 0)
+    memcpy(q->data, data, (size_t)datalen);
+  q->datalen = datalen;
+  q->pol = pol;
+  q->s = s;
+  q->refs = 1;
+  pthread_mutex_init(&q->mu, NULL);
+  zkr__cond_init(&q->cv);
+  zkr__session_ref(s);
+  int rc = zkr__session_hook_add(s, state_hook, q, &q->hook_id);
+  if (rc != ZKR_OK) {
+    q_destroy(q);
+    return rc;
+  }
+  *out = q;
+  return ZKR_OK;
+}
+
+void zkr__queue_free(zkr__queue *q) {
+  if (!q)
+    return;
+  /* After this no state hook runs (and none is running). */
+  zkr__session_hook_remove(q->s, q->hook_id);
+  pthread_mutex_lock(&q->mu);
+  q->freed = 1;
+  q->state_fn = NULL;
+  q->done_fn = NULL;
+  if (acquiring(q))
+    finish(q, ZKR_ECANCELED);
+  if (q->phase == Q_HELD) {
+    if (q->node_path && q->lstate != ZKR__Q_LOST)
+      zkr__session_bg_delete(q->s, q->node_path, q->gen,
+                             q->pol->holder_clears_earlier);
+    clear_node(q);
+    q->phase = Q_IDLE;
+  }
+  q->attempt++;
+  /* Wait for a user callback in progress, unless we are inside it. */
+  while (q->cb_running && !zkr__tls_in_callback)
+    pthread_cond_wait(&q->cv, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+  q_unref(q);
+}
+
+int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
+                     void *ud) {
+  pthread_mutex_lock(&q->mu);
+  if (q->phase != Q_IDLE) {
+    pthread_mutex_unlock(&q->mu);
+    return ZKR_EBUSY;
+  }
+  zkr_session_state st = zkr_session_state_get(q->s);
+  if (st == ZKR_STATE_CLOSED) {
+    pthread_mutex_unlock(&q->mu);
+    return ZKR_ECLOSED;
+  }
+  if (st == ZKR_STATE_LOST && !zkr__session_renews(q->s)) {
+    pthread_mutex_unlock(&q->mu);
+    return ZKR_ESESSIONLOST;
+  }
+  q->acq++;
+  q->attempt++;
+  q->phase = Q_CREATING;
+  q->try_once = timeout_ms == 0;
+  q->finished = 0;
+  q->result = 0;
+  q->parent_tries = 0;
+  q->create_unknown = 0;
+  q->create_gen_valid = 0;
+  q->waiting_conn = 0;
+  q->done_fn = fn;
+  q->done_ud = ud;
+  q->lstate = ZKR__Q_ACQUIRING;
+  make_prefix(q->prefix, sizeof q->prefix);
+  q->deadline = zkr__deadline(timeout_ms);
+  if (timeout_ms > 0) {
+    struct qctx *c = ctx_new(q);
+    if (!c || zkr__timer_add(q->s, q->deadline, deadline_fired, c,
+                             &q->timer_id) != ZKR_OK) {
+      if (c) {
+        q->refs--;
+        free(c);
+      }
+      q->phase = Q_IDLE;
+      q->lstate = ZKR__Q_UNLOCKED;
+      q->done_fn = NULL;
+      pthread_mutex_unlock(&q->mu);
+      return ZKR_ENOMEM;
+    }
+  }
+  step_create(q);
+  /* If the create could not even be sent because the session is between
+   * ZooKeeper sessions, the state hook resumes it. */
+  pthread_mutex_unlock(&q->mu);
+  return ZKR_OK;
+}
+
+int zkr__queue_wait(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  while (!q->finished)
+    pthread_cond_wait(&q->cv, &q->mu);
+  int rc = q->result;
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+int zkr__queue_cancel(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int rc = ZKR_OK;
+  if (acquiring(q))
+    finish(q, ZKR_ECANCELED);
+  else
+    rc = ZKR_EINVAL;
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+int zkr__queue_release(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int rc = ZKR_OK;
+  if (q->phase != Q_HELD) {
+    rc = q->lstate == ZKR__Q_LOST ? ZKR_ELOCKLOST : ZKR_ENOTHELD;
+    if (q->lstate == ZKR__Q_LOST)
+      q->lstate = ZKR__Q_UNLOCKED; /* reported once */
+  } else {
+    if (q->lstate == ZKR__Q_LOST)
+      rc = ZKR_ELOCKLOST;
+    else
+      zkr__session_bg_delete(q->s, q->node_path, q->gen,
+                             q->pol->holder_clears_earlier);
+    clear_node(q);
+    q->phase = Q_IDLE;
+    q->attempt++;
+    q->lstate = ZKR__Q_UNLOCKED;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+zkr__qstate zkr__queue_state(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  zkr__qstate st = q->lstate;
+  pthread_mutex_unlock(&q->mu);
+  return st;
+}
+
+int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
+                    uint64_t *gen) {
+  pthread_mutex_lock(&q->mu);
+  int held = q->phase == Q_HELD && q->lstate != ZKR__Q_LOST;
+  if (czxid)
+    *czxid = held ? q->czxid : 0;
+  if (path && len > 0)
+    snprintf(path, len, "%s", held && q->node_path ? q->node_path : "");
+  if (gen)
+    *gen = q->gen;
+  pthread_mutex_unlock(&q->mu);
+  return held;
+}
+
+void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud) {
+  pthread_mutex_lock(&q->mu);
+  q->state_fn = fn;
+  q->state_ud = ud;
+  pthread_mutex_unlock(&q->mu);
+}
+
+void zkr__queue_mark_lost(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  if (q->phase == Q_HELD)
+    set_lstate(q, ZKR__Q_LOST);
+  pthread_mutex_unlock(&q->mu);
+}
+
+zkr_session *zkr__queue_session(zkr__queue *q) {
+  return q->s;
+}

@@ -1,0 +1,80 @@
+/* Contender names: sequence parsing and wrap-safe ordering. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "zkr-private.h"
+
+static int32_t seq_of(const char *name) {
+  int32_t v = 0;
+  if (!zkr__seq_parse(name, &v))
+    return -777777;
+  return v;
+}
+
+static int by_seq(const void *a, const void *b) {
+  int32_t x = seq_of(*(const char *const *)a);
+  int32_t y = seq_of(*(const char *const *)b);
+  return zkr__seq_cmp(x, y);
+}
+
+int main(void) {
+  tap_init(10);
+  is(seq_of("_c_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab-lock-0000000042"), 42,
+     "Curator/zkr mutex name");
+  is(seq_of("4b1f0c7e9d2a4f6b8c3d5e7f9a1b2c3d__lock__0000000007"), 7,
+     "kazoo lock name");
+  is(seq_of("_c_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab-__READ__0000000003"), 3,
+     "read lock name");
+  is(seq_of("_c_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab-__WRIT__0000000004"), 4,
+     "write lock name");
+  is(seq_of("anything0000000100"), 100, "unknown name with a 10-digit tail");
+  is(seq_of("_c_x-lock--000000005"), -5, "negative after the wrap");
+  is(seq_of("_c_x-lock--2147483648"), INT32_MIN, "INT32_MIN");
+  is(seq_of("_c_x-lock--1000000005"), -1000000005,
+     "ten-digit negative after a marker");
+  is(seq_of("x-2147483648"), INT32_MIN, "ten-digit negative, no marker");
+  is(seq_of("_c_x-lock-2147483647"), INT32_MAX, "INT32_MAX");
+  int32_t v;
+  ok(!zkr__seq_parse("lease_holder", &v), "no sequence: not a contender");
+  ok(!zkr__seq_parse("_c_x-lock-12345", &v), "short number: not a contender");
+  ok(!zkr__seq_parse("_c_x-lock-00000000a1", &v), "letters: not a contender");
+  ok(!zkr__seq_parse("x2147483648", &v), "out of int32 range: not one");
+  ok(!zkr__seq_parse("", &v) && !zkr__seq_parse(NULL, &v), "empty / NULL");
+
+  ok(zkr__seq_cmp(1, 2) < 0 && zkr__seq_cmp(2, 1) > 0 &&
+         zkr__seq_cmp(5, 5) == 0,
+     "plain order");
+  ok(zkr__seq_cmp(INT32_MAX, INT32_MIN) < 0,
+     "INT32_MAX comes before INT32_MIN (the wrap)");
+  ok(zkr__seq_cmp(INT32_MAX - 1, -2147483647) < 0, "across the wrap");
+  ok(zkr__seq_cmp(-1, 0) < 0, "-1 before 0 (the counter's second wrap)");
+
+  /* A queue created across the wrap, named by three implementations,
+   * shuffled: sorting must give creation order. */
+  const char *created[] = {
+      "_c_a-lock-2147483645",
+      "0123456789abcdef0123456789abcdef__lock__2147483646",
+      "_c_b-lock-2147483647",
+      "_c_c-lock--2147483648",
+      "fedcba9876543210fedcba9876543210__lock__-2147483647",
+      "_c_d-lock--2147483646",
+      "_c_e-lock--2147483645",
+  };
+  size_t n = sizeof created / sizeof *created;
+  const char *shuffled[] = {created[5], created[0], created[2], created[6],
+                            created[1], created[4], created[3]};
+  qsort(shuffled, n, sizeof *shuffled, by_seq);
+  int same = 1;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(shuffled[i], created[i]) != 0)
+      same = 0;
+  ok(same, "a mixed zkr/Curator/kazoo queue across 2^31 sorts in creation "
+           "order");
+  /* Sorting by name would not. */
+  ok(strcmp(created[1], created[0]) < 0,
+     "(by name a kazoo node would wrongly sort before an older Curator one)");
+  return tap_done();
+}
