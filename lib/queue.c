@@ -323,6 +323,7 @@ static void finish(zkr__queue *q, int rc) {
   } else {
     abandon(q);
     q->phase = Q_IDLE;
+    q->lstate = ZKR__Q_UNLOCKED;
     q->attempt++; /* late callbacks of this attempt are ignored */
   }
   q->result = rc;
@@ -1084,6 +1085,10 @@ zkr__qstate zkr__queue_state(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   zkr__qstate st = q->lstate;
   pthread_mutex_unlock(&q->mu);
+  /* Held, but the session is not known to be alive right now (a pause):
+   * report it as SUSPECT until the session manager has decided. */
+  if (st == ZKR__Q_HELD && !zkr__session_fresh(q->s))
+    st = ZKR__Q_SUSPECT;
   return st;
 }
 

@@ -119,6 +119,7 @@ struct zkr_session {
   int64_t session_id;
   int timeout_ms; /* negotiated */
   int64_t suspended_at;
+  int64_t tick_at; /* the manager thread's last wake-up (pause detection) */
   int need_renew;
   int64_t renew_at;
   int renew_enabled;
@@ -732,11 +733,38 @@ static void drop_handle(zkr_session *s) {
   pthread_mutex_lock(&s->mu);
 }
 
+/* The manager ticks every sixth of the session timeout while a session is
+ * open. A longer gap means the whole process was paused (SIGSTOP, swap, a
+ * stalled VM): the ZooKeeper client's I/O thread was stopped too and could
+ * not notice anything, so the session may have expired meanwhile. */
+static int64_t tick_interval(const zkr_session *s) {
+  int t = s->timeout_ms > 0 ? s->timeout_ms : s->opts.session_timeout;
+  return t / 6 > 0 ? t / 6 : 1;
+}
+
 static void *manager_main(void *arg) {
   zkr_session *s = arg;
   pthread_mutex_lock(&s->mu);
+  s->tick_at = zkr__now_ms();
   while (!s->closing) {
     int64_t now = zkr__now_ms();
+    int64_t gap = now - s->tick_at;
+    s->tick_at = now;
+    if ((s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) &&
+        s->timeout_ms > 0 && gap > 2 * (int64_t)s->timeout_ms / 3) {
+      /* Paused for longer than the client can be silent: a server may
+       * have expired the session. Treat it as lost. */
+      zkr__log(ZKR_LOG_WARN,
+               "session 0x%llx declared lost: the process was paused for "
+               "%lld ms (session timeout %d ms)",
+               (unsigned long long)s->session_id, (long long)gap,
+               s->timeout_ms);
+      int64_t sid = mark_lost(s);
+      pthread_mutex_unlock(&s->mu);
+      call_hooks(s, ZKR_EV_LOST, sid);
+      pthread_mutex_lock(&s->mu);
+      continue;
+    }
     if (s->need_renew && now >= s->renew_at) {
       s->need_renew = 0;
       drop_handle(s);
@@ -775,6 +803,11 @@ static void *manager_main(void *arg) {
     }
     if (s->timers && (deadline < 0 || s->timers->at < deadline))
       deadline = s->timers->at;
+    if (s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) {
+      int64_t tick = now + tick_interval(s);
+      if (deadline < 0 || tick < deadline)
+        deadline = tick;
+    }
     if (s->state == ZKR_STATE_SUSPENDED && s->timeout_ms > 0) {
       int64_t lost_at =
           s->suspended_at + (int64_t)(s->opts.lost_fraction * s->timeout_ms);
@@ -1341,16 +1374,20 @@ void zkr__session_unwatch(zkr_session *s, const char *path) {
       others = 1;
   if (!others && s->zh && s->hctx && !s->closing &&
       s->state == ZKR_STATE_CONNECTED) {
-    /* Watches set with watch=1 are registered under the handle's default
-     * watcher and context; remove exactly those. */
-    /* The 3.8 header declares the completion as void_completion_t *, but
-     * the client stores and calls the pointer as the function itself. */
+    /* zoo_aremove_watches() only checks watches on the server (its
+     * request is checkWatches); removeWatches is what drops them there.
+     * No other registrant of this session wants the path, so all of this
+     * session's data watches on it may go. The 3.8 header declares the
+     * completion as void_completion_t *, but the client stores and calls
+     * the pointer as the function itself. */
     union {
       void_completion_t fn;
       void_completion_t *as_declared;
     } cb = {.fn = unwatch_done};
-    zoo_aremove_watches(s->zh, path, ZWATCHTYPE_DATA, global_watcher, s->hctx,
-                        0, cb.as_declared, NULL);
+    int rc = zoo_aremove_all_watches(s->zh, path, ZWATCHTYPE_DATA, 0,
+                                     cb.as_declared, NULL);
+    if (rc != ZOK && rc != ZNOWATCHER)
+      zkr__log(ZKR_LOG_WARN, "removing the watch on %s: %s", path, zerror(rc));
   }
   pthread_mutex_unlock(&s->mu);
 }
@@ -1383,4 +1420,15 @@ void zkr__ignore_string_cb(int rc, const char *value, const void *data) {
   (void)rc;
   (void)value;
   (void)data;
+}
+
+int zkr__session_fresh(zkr_session *s) {
+  pthread_mutex_lock(&s->mu);
+  int64_t now = zkr__now_ms();
+  /* Connected, and the manager ran recently: the process was not paused
+   * long enough for the session to expire unnoticed. */
+  int fresh = s->state == ZKR_STATE_CONNECTED &&
+              now - s->tick_at < (int64_t)s->timeout_ms / 2;
+  pthread_mutex_unlock(&s->mu);
+  return fresh;
 }

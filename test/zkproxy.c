@@ -62,6 +62,8 @@
  * stderr.  SIGTERM and SIGINT end it cleanly (exit 0).  Exit status: 0 on
  * quit or a signal, 1 on a fatal error, 64 on bad arguments.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -724,10 +726,8 @@ static void usage(FILE *f) {
           prog);
 }
 
-static void bad_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "%s: ", prog);
-  fprintf(stderr, fmt, arg);
-  fputc('\n', stderr);
+static void bad_usage(const char *what, const char *arg) {
+  fprintf(stderr, "%s: %s '%s'\n", prog, what, arg);
   usage(stderr);
   exit(64);
 }
@@ -750,14 +750,14 @@ static void resolve_target(const char *spec) {
   int rc;
   size_t hl;
   if (!colon || colon == spec || parse_port(colon + 1, 0) < 0)
-    bad_usage("bad --target '%s' (want HOST:PORT)", spec);
+    bad_usage("bad --target (want HOST:PORT):", spec);
   hl = (size_t)(colon - spec);
   if (spec[0] == '[' && colon[-1] == ']') { /* [v6addr]:port */
     spec++;
     hl -= 2;
   }
   if (hl >= sizeof host)
-    bad_usage("bad --target '%s' (host too long)", spec);
+    bad_usage("bad --target (host too long):", spec);
   memcpy(host, spec, hl);
   host[hl] = '\0';
   memset(&hints, 0, sizeof hints);
@@ -838,14 +838,14 @@ int main(int argc, char **argv) {
     if (strcmp(a, "--listen") && strcmp(a, "--target") &&
         strcmp(a, "--port-file") && strcmp(a, "--control-file") &&
         strcmp(a, "--event-file"))
-      bad_usage("unknown argument '%s'", a);
+      bad_usage("unknown argument", a);
     if (i + 1 >= argc)
-      bad_usage("%s needs an argument", a);
+      bad_usage("missing the value of", a);
     const char *v = argv[++i];
     if (strcmp(a, "--listen") == 0) {
       listen_port = parse_port(v, 1);
       if (listen_port < 0)
-        bad_usage("bad --listen port '%s'", v);
+        bad_usage("bad --listen port", v);
     } else if (strcmp(a, "--target") == 0) {
       target = v;
     } else if (strcmp(a, "--port-file") == 0) {
@@ -857,7 +857,7 @@ int main(int argc, char **argv) {
     }
   }
   if (listen_port < 0 || !target)
-    bad_usage("%s", "--listen and --target are required");
+    bad_usage("required:", "--listen and --target");
   e = getenv("ZKPROXY_DEBUG");
   debug = e && *e && strcmp(e, "0") != 0;
   resolve_target(target);
@@ -964,8 +964,8 @@ int main(int argc, char **argv) {
       break;
     if (rc > 0) {
       if (pfd[0].revents) {
-        unsigned char drain[64];
-        while (read(sig_pipe[0], drain, sizeof drain) > 0)
+        unsigned char drainbuf[64];
+        while (read(sig_pipe[0], drainbuf, sizeof drainbuf) > 0)
           ;
       }
       if (stdin_open && pfd[2].revents) {

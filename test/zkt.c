@@ -114,3 +114,27 @@ const char *zkt_root(const char *name) {
   snprintf(root, sizeof root, "/zkr-test/%s-%ld", name, (long)getpid());
   return root;
 }
+
+int zkt_watches_of(int id, int64_t sid, char *first, size_t len) {
+  char *r = zkt_4lw(id, "wchc");
+  if (!r)
+    return -1;
+  char needle[32];
+  snprintf(needle, sizeof needle, "0x%llx", (unsigned long long)sid);
+  int n = 0, in = 0;
+  if (first && len)
+    first[0] = '\0';
+  for (char *line = strtok(r, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] == '0' && line[1] == 'x') {
+      in = strcmp(line, needle) == 0;
+      continue;
+    }
+    if (in && (line[0] == '\t' || line[0] == ' ')) {
+      if (n == 0 && first && len)
+        snprintf(first, len, "%s", line + strspn(line, "\t "));
+      n++;
+    }
+  }
+  free(r);
+  return n;
+}

@@ -2,6 +2,7 @@
 #ifndef ZKR_TEST_ZKT_H
 #define ZKR_TEST_ZKT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tap.h"
@@ -17,6 +18,9 @@ char *zkt_sandbox(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *zkt_4lw(int id, const char *cmd);
 /* The value of "key\tvalue" in an mntr reply, or -1. */
 int64_t zkt_mntr(int id, const char *key);
+/* How many data watches session @sid holds on server @id (from "wchc"),
+ * and the first watched path into @first; -1 if wchc failed. */
+int zkt_watches_of(int id, int64_t sid, char *first, size_t len);
 /* A root path private to this test program: /zkr-test/<name>-<pid>. */
 const char *zkt_root(const char *name);
 /* Milliseconds on the monotonic clock. */
