@@ -22,10 +22,13 @@ struct zkr_mutex {
   int reentrant;
   int count;       /* hold count (reentrant) */
   pthread_t owner; /* the acquiring thread */
-  zkr_acquire_fn acb;
-  void *acb_ud;
   zkr_lock_state_fn state_fn;
   void *state_ud;
+  struct async_ctx {
+    zkr_mutex *m;
+    zkr_acquire_fn fn;
+    void *ud;
+  } actx;
 };
 
 /* Every earlier contender blocks a mutex waiter. */
@@ -39,7 +42,6 @@ static const zkr__qpolicy mutex_policy = {
     .name = "lock-",
     .blocks = mutex_blocks,
     .ctx = NULL,
-    .holder_clears_earlier = 1,
 };
 
 int zkr_mutex_opts_new(zkr_mutex_opts **out) {
@@ -130,8 +132,6 @@ int zkr__contender_data(const char *id, char *buf, size_t len) {
 static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_mutex *m = ud;
   (void)q;
-  if (st == ZKR__Q_LOST)
-    m->count = 0;
   if (m->state_fn)
     m->state_fn(m, (zkr_lock_state)st, m->state_ud);
 }
@@ -178,16 +178,16 @@ static int held(zkr_mutex *m) {
   return st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT;
 }
 
-/* Reentry: returns 1 and grows the count if this thread holds it. */
+/* Reentry: returns 1 if the lock is held by this object; then *rc is
+ * ZKR_OK (the owner thread reentered a reentrant mutex: count grown) or
+ * ZKR_EBUSY. */
 static int reenter(zkr_mutex *m, int *rc) {
   if (!held(m))
     return 0;
-  if (m->reentrant && pthread_equal(m->owner, pthread_self())) {
-    m->count++;
-    *rc = ZKR_OK;
-  } else {
+  if (m->reentrant && pthread_equal(m->owner, pthread_self()))
+    *rc = zkr__queue_reenter(m->q) == ZKR_OK ? ZKR_OK : ZKR_EBUSY;
+  else
     *rc = ZKR_EBUSY;
-  }
   return 1;
 }
 
@@ -199,49 +199,42 @@ int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms) {
   int rc;
   if (reenter(m, &rc))
     return rc;
+  m->owner = pthread_self();
   rc = zkr__queue_start(m->q, timeout_ms, NULL, NULL);
   if (rc != ZKR_OK)
     return rc;
-  rc = zkr__queue_wait(m->q);
-  if (rc == ZKR_OK) {
-    m->count = 1;
-    m->owner = pthread_self();
-  }
-  return rc;
+  return zkr__queue_wait(m->q);
 }
 
 static void async_done(zkr__queue *q, int rc, void *ud) {
-  zkr_mutex *m = ud;
+  struct async_ctx *a = ud;
   (void)q;
-  if (rc == ZKR_OK)
-    m->count = 1;
-  m->acb(m, rc, m->acb_ud);
-}
-
-static void reentered_cb(void *arg) {
-  zkr_mutex *m = arg;
-  m->acb(m, ZKR_OK, m->acb_ud);
+  a->fn(a->m, rc, a->ud);
 }
 
 int zkr_mutex_acquire_async(zkr_mutex *m, int64_t timeout_ms, zkr_acquire_fn fn,
                             void *user_data) {
   if (!m || !fn)
     return ZKR_EINVAL;
+  if (zkr__queue_state(m->q) == ZKR__Q_ACQUIRING)
+    return ZKR_EBUSY; /* and the pending callback stays as it was */
+  /* The context lives in the mutex: one acquisition at a time. */
   int rc;
+  if (held(m) && !(m->reentrant && pthread_equal(m->owner, pthread_self())))
+    return ZKR_EBUSY;
+  m->actx.m = m;
+  m->actx.fn = fn;
+  m->actx.ud = user_data;
   if (reenter(m, &rc)) {
     if (rc != ZKR_OK)
       return rc;
-    m->acb = fn;
-    m->acb_ud = user_data;
-    rc = zkr__session_post(zkr__queue_session(m->q), reentered_cb, m);
+    rc = zkr__queue_post_result(m->q, async_done, &m->actx, ZKR_OK);
     if (rc != ZKR_OK)
-      m->count--;
+      zkr__queue_release(m->q); /* undo the reentry */
     return rc;
   }
-  m->acb = fn;
-  m->acb_ud = user_data;
   m->owner = pthread_self();
-  return zkr__queue_start(m->q, timeout_ms, async_done, m);
+  return zkr__queue_start(m->q, timeout_ms, async_done, &m->actx);
 }
 
 int zkr_mutex_cancel(zkr_mutex *m) {
@@ -253,19 +246,10 @@ int zkr_mutex_cancel(zkr_mutex *m) {
 int zkr_mutex_release(zkr_mutex *m) {
   if (!m)
     return ZKR_EINVAL;
-  if (held(m)) {
-    if (m->reentrant && !pthread_equal(m->owner, pthread_self()) &&
-        !zkr__tls_in_callback)
-      return ZKR_EBUSY;
-    if (m->count > 1) {
-      m->count--;
-      return ZKR_OK;
-    }
-  }
-  int rc = zkr__queue_release(m->q);
-  if (rc == ZKR_OK || rc == ZKR_ELOCKLOST)
-    m->count = 0;
-  return rc;
+  if (held(m) && m->reentrant && !pthread_equal(m->owner, pthread_self()) &&
+      !zkr__tls_in_callback)
+    return ZKR_EBUSY;
+  return zkr__queue_release(m->q);
 }
 
 zkr_lock_state zkr_mutex_state(const zkr_mutex *m) {
@@ -279,9 +263,7 @@ int zkr_mutex_is_held(const zkr_mutex *m) {
 }
 
 int zkr_mutex_hold_count(const zkr_mutex *m) {
-  if (!m || !held((zkr_mutex *)m))
-    return 0;
-  return m->count;
+  return m ? zkr__queue_hold_count(m->q) : 0;
 }
 
 int64_t zkr_mutex_fencing_token(const zkr_mutex *m) {

@@ -17,12 +17,17 @@
  *           numbers), so the list is kept
  *   watch   the nearest remaining blocker with exists+watch: O(1) bytes.
  *           Gone already: drop it, check the next. None left: held.
- *   wake    NodeDeleted: drop it, check the next remaining one.
- *           NodeDataChanged: the release marker. A zkr holder releases
- *           with a multi-op {setData "", delete}, so its watcher learns
- *           that the node was a holder; when the policy says a holder
- *           implies no earlier blockers (mutex, write lock), every earlier
- *           blocker is gone and we hold at once, without a request.
+ *   wake    the watched blocker went away (or changed): the blockers left
+ *           in the list may or may not still exist. One left: watch it.
+ *           None: held, without a request. Several: one "probe" request,
+ *           a multi-op that creates each of them, nearest first, and ends
+ *           with an op that always fails, so it never applies anything;
+ *           its first failing op is the nearest blocker that still exists
+ *           (NODEEXISTS), or the final op if none does. So a wake-up costs
+ *           at most two requests whatever the queue length, and no
+ *           watch event is ever taken on trust: a third party's setData on
+ *           a lock node (Curator's revocation writes one) cannot make a
+ *           waiter hold while an earlier node is still there.
  *
  * Every asynchronous callback holds a reference on the queue object and
  * carries the attempt number it belongs to; a callback of an abandoned
@@ -95,6 +100,7 @@ struct zkr__queue {
   int finished;
 
   /* once held */
+  int count; /* hold count (reentrancy) */
   zkr__qstate lstate;
   zkr__queue_state_fn state_fn;
   void *state_ud;
@@ -319,6 +325,7 @@ static void finish(zkr__queue *q, int rc) {
     drop_watch(q, 0);
     clear_preds(q);
     q->phase = Q_HELD;
+    q->count = 1;
     set_lstate(q, ZKR__Q_HELD);
   } else {
     abandon(q);
@@ -419,7 +426,7 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
         size_t n = p ? (size_t)(p - q->parent) : strlen(q->parent);
         char *anc = malloc(n + 1);
         if (!anc) {
-          err = ZSYSTEMERROR;
+          err = ZNOTHING; /* out of memory: mapped below */
           break;
         }
         memcpy(anc, q->parent, n);
@@ -431,7 +438,9 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
           break;
       }
       zkr__session_put_zh(q->s);
-      if (err != ZOK && !zkr__retryable(err) && err != ZINVALIDSTATE)
+      if (err == ZNOTHING)
+        finish(q, ZKR_ENOMEM);
+      else if (err != ZOK && !zkr__retryable(err) && err != ZINVALIDSTATE)
         finish(q, zkr__from_zk(err));
       else
         step_create(q);
@@ -681,22 +690,28 @@ static void step_list(zkr__queue *q) {
   }
 }
 
-/* Under mu: the nearest remaining blocker went away (or is known to have
- * been a holder); continue with the next, or hold. */
-static void pred_gone(zkr__queue *q, int was_holder) {
+static void step_probe(zkr__queue *q);
+
+/* Under mu: the blockers in the list may have gone; find the nearest that
+ * is still there (or hold). */
+static void check_remaining(zkr__queue *q) {
+  drop_watch(q, 0);
+  if (q->npreds == 0)
+    finish(q, ZKR_OK);
+  else if (q->npreds == 1)
+    step_watch(q);
+  else
+    step_probe(q);
+}
+
+/* Under mu: the nearest blocker is gone; continue with the others. */
+static void pred_gone(zkr__queue *q) {
   drop_watch(q, 0);
   if (q->npreds > 0) {
     q->npreds--;
     free(q->preds[q->npreds].name);
   }
-  if (was_holder && q->pol->holder_clears_earlier) {
-    /* It held, so no earlier blocker existed then, and none can appear. */
-    clear_preds(q);
-  }
-  if (q->npreds == 0)
-    finish(q, ZKR_OK);
-  else
-    step_watch(q);
+  check_remaining(q);
 }
 
 static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
@@ -712,11 +727,9 @@ static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
     free(q->watch_path);
     q->watch_path = NULL;
     if (type == ZOO_DELETED_EVENT)
-      pred_gone(q, 0);
-    else if (type == ZOO_CHANGED_EVENT)
-      pred_gone(q, 1); /* the release marker */
+      pred_gone(q);
     else
-      step_watch(q); /* anything else: look again */
+      check_remaining(q); /* changed, or anything else: look again */
   }
   pthread_mutex_unlock(&q->mu);
   ctx_done(c);
@@ -738,7 +751,7 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
        * on the server: remove it. Whether it held is unknown, so only
        * this one is dropped. */
       drop_watch(q, 1);
-      pred_gone(q, 0);
+      pred_gone(q);
     } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
                rc == ZINVALIDSTATE) {
       pause_for_connection(q);
@@ -749,6 +762,121 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
   pthread_mutex_unlock(&q->mu);
   ctx_done(c);
   zkr__tls_in_callback--;
+}
+
+#define PROBE_MAX 256
+
+struct probe {
+  struct qctx *c;
+  int m; /* blockers probed */
+  zoo_op_result_t res[PROBE_MAX + 1];
+};
+
+static void probe_cb(int rc, const void *data) {
+  struct probe *p = (struct probe *)data;
+  struct qctx *c = p->c;
+  zkr__queue *q = c->q;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_WATCHING) {
+    if (rc == ZOK) {
+      /* cannot happen (the last op always fails); be safe: look again */
+      step_watch(q);
+    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+               rc == ZINVALIDSTATE) {
+      pause_for_connection(q);
+    } else {
+      /* Ops before the first failure report ZOK: those blockers are gone. */
+      int first = p->m;
+      for (int i = 0; i <= p->m; i++)
+        if (p->res[i].err != ZOK) {
+          first = i;
+          break;
+        }
+      if (first < p->m && p->res[first].err == ZNODEEXISTS) {
+        for (int i = 0; i < first; i++) {
+          q->npreds--;
+          free(q->preds[q->npreds].name);
+        }
+        step_watch(q); /* the nearest one still there */
+      } else if (first == p->m) {
+        /* all probed blockers are gone */
+        for (int i = 0; i < p->m; i++) {
+          q->npreds--;
+          free(q->preds[q->npreds].name);
+        }
+        check_remaining(q);
+      } else {
+        /* an unexpected answer (an ACL?): fall back to one at a time */
+        step_watch(q);
+      }
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+  free(p);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+/* Under mu: one request that tells which of the (up to PROBE_MAX nearest)
+ * blockers still exist, without changing anything (see the top). */
+static void step_probe(zkr__queue *q) {
+  uint64_t gen;
+  zhandle_t *zh = get_zh(q, &gen);
+  if (!zh)
+    return;
+  int m = q->npreds < PROBE_MAX ? q->npreds : PROBE_MAX;
+  struct probe *p = calloc(1, sizeof *p);
+  zoo_op_t *ops = calloc((size_t)m + 1, sizeof *ops);
+  char **paths = calloc((size_t)m + 1, sizeof *paths);
+  int err = !p || !ops || !paths;
+  for (int i = 0; !err && i < m; i++) {
+    paths[i] = zkr__path_join(q->parent, q->preds[q->npreds - 1 - i].name);
+    if (!paths[i])
+      err = 1;
+    else
+      zoo_create_op_init(&ops[i], paths[i], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0,
+                         NULL, 0);
+  }
+  if (!err) {
+    /* Our node is ephemeral and can have no children: this check always
+     * fails, so the multi never applies anything. */
+    paths[m] = zkr__path_join(q->node_path, "p");
+    if (!paths[m])
+      err = 1;
+    else
+      zoo_check_op_init(&ops[m], paths[m], -1);
+  }
+  if (!err) {
+    p->c = ctx_new(q);
+    err = p->c == NULL;
+  }
+  int rc = ZOK;
+  if (!err) {
+    p->m = m;
+    rc = zoo_amulti(zh, m + 1, ops, p->res, probe_cb, p);
+  }
+  zkr__session_put_zh(q->s);
+  for (int i = 0; paths && i <= m; i++)
+    free(paths[i]);
+  free(paths);
+  free(ops);
+  if (err) {
+    if (p && p->c) {
+      q->refs--;
+      free(p->c);
+    }
+    free(p);
+    finish(q, ZKR_ENOMEM);
+  } else if (rc != ZOK) {
+    q->refs--;
+    free(p->c);
+    free(p);
+    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+      pause_for_connection(q);
+    else
+      step_watch(q);
+  }
 }
 
 /* Under mu: watch the nearest remaining blocker (one exists+watch). */
@@ -820,6 +948,16 @@ static void resume(zkr__queue *q) {
   }
 }
 
+/* Under mu: a held lock is lost (session gone, or the node deleted). The
+ * object is idle again; release() reports ZKR_ELOCKLOST once. */
+static void lose(zkr__queue *q) {
+  clear_node(q);
+  q->phase = Q_IDLE;
+  q->count = 0;
+  q->attempt++;
+  set_lstate(q, ZKR__Q_LOST);
+}
+
 /* ------------------------------------------------------------------ */
 /* session state */
 
@@ -831,10 +969,11 @@ static void verify_cb(int rc, const struct Stat *stat, const void *data) {
   pthread_mutex_lock(&q->mu);
   if (c->attempt == q->attempt && q->phase == Q_HELD &&
       q->lstate == ZKR__Q_SUSPECT) {
-    if (rc == ZOK)
+    if (rc == ZOK) {
       set_lstate(q, ZKR__Q_HELD);
-    else if (rc == ZNONODE)
-      set_lstate(q, ZKR__Q_LOST); /* deleted under us */
+    } else if (rc == ZNONODE) {
+      lose(q); /* deleted under us */
+    }
     /* other errors: stays SUSPECT until the next event */
   }
   pthread_mutex_unlock(&q->mu);
@@ -875,11 +1014,7 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
   case ZKR_EV_LOST:
   case ZKR_EV_CLOSED:
     if (q->phase == Q_HELD) {
-      /* The node went with the session. */
-      clear_node(q);
-      q->phase = Q_IDLE;
-      q->attempt++;
-      set_lstate(q, ZKR__Q_LOST);
+      lose(q); /* the node went with the session */
     } else if (acquiring(q)) {
       if (ev == ZKR_EV_CLOSED) {
         finish(q, ZKR_ECLOSED);
@@ -973,8 +1108,7 @@ void zkr__queue_free(zkr__queue *q) {
     finish(q, ZKR_ECANCELED);
   if (q->phase == Q_HELD) {
     if (q->node_path && q->lstate != ZKR__Q_LOST)
-      zkr__session_bg_delete(q->s, q->node_path, q->gen,
-                             q->pol->holder_clears_earlier);
+      zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
     clear_node(q);
     q->phase = Q_IDLE;
   }
@@ -1016,8 +1150,16 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   q->done_ud = ud;
   q->lstate = ZKR__Q_ACQUIRING;
   make_prefix(q->prefix, sizeof q->prefix);
-  q->deadline = zkr__deadline(timeout_ms);
-  if (timeout_ms > 0) {
+  /* "Try once" does not wait for other contenders, but may have to wait
+   * for the connection: bound that by the session timeout. */
+  int64_t bound = timeout_ms;
+  if (timeout_ms == 0) {
+    bound = zkr_session_timeout(q->s);
+    if (bound <= 0)
+      bound = 10000;
+  }
+  q->deadline = zkr__deadline(bound);
+  if (bound > 0) {
     struct qctx *c = ctx_new(q);
     if (!c || zkr__timer_add(q->s, q->deadline, deadline_fired, c,
                              &q->timer_id) != ZKR_OK) {
@@ -1062,7 +1204,9 @@ int zkr__queue_cancel(zkr__queue *q) {
 int zkr__queue_release(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   int rc = ZKR_OK;
-  if (q->phase != Q_HELD) {
+  if (q->phase == Q_HELD && q->count > 1) {
+    q->count--;
+  } else if (q->phase != Q_HELD) {
     rc = q->lstate == ZKR__Q_LOST ? ZKR_ELOCKLOST : ZKR_ENOTHELD;
     if (q->lstate == ZKR__Q_LOST)
       q->lstate = ZKR__Q_UNLOCKED; /* reported once */
@@ -1070,10 +1214,10 @@ int zkr__queue_release(zkr__queue *q) {
     if (q->lstate == ZKR__Q_LOST)
       rc = ZKR_ELOCKLOST;
     else
-      zkr__session_bg_delete(q->s, q->node_path, q->gen,
-                             q->pol->holder_clears_earlier);
+      zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
     clear_node(q);
     q->phase = Q_IDLE;
+    q->count = 0;
     q->attempt++;
     q->lstate = ZKR__Q_UNLOCKED;
   }
@@ -1116,8 +1260,46 @@ void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud) {
 void zkr__queue_mark_lost(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   if (q->phase == Q_HELD)
-    set_lstate(q, ZKR__Q_LOST);
+    lose(q);
   pthread_mutex_unlock(&q->mu);
+}
+
+int zkr__queue_reenter(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int rc = ZKR_ENOTHELD;
+  if (q->phase == Q_HELD && q->lstate != ZKR__Q_LOST) {
+    q->count++;
+    rc = ZKR_OK;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+int zkr__queue_hold_count(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int n = q->phase == Q_HELD ? q->count : 0;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
+                           int rc) {
+  struct post *p = calloc(1, sizeof *p);
+  if (!p)
+    return ZKR_ENOMEM;
+  p->q = q;
+  p->fn = fn;
+  p->ud = ud;
+  p->rc = rc;
+  pthread_mutex_lock(&q->mu);
+  q_ref_locked(q);
+  pthread_mutex_unlock(&q->mu);
+  int prc = zkr__session_post(q->s, post_done, p);
+  if (prc != ZKR_OK) {
+    free(p);
+    q_unref(q);
+  }
+  return prc;
 }
 
 zkr_session *zkr__queue_session(zkr__queue *q) {

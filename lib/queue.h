@@ -15,11 +15,6 @@ typedef struct zkr__qpolicy {
   /* does the contender @name, earlier than us, block us? */
   int (*blocks)(const char *name, void *ctx);
   void *ctx;
-  /* A blocker that held and released (the release marker) implies that no
-   * earlier node blocks us either (true when every earlier node would
-   * have blocked it too: mutex, write lock). Also: release with the
-   * marker. */
-  int holder_clears_earlier;
 } zkr__qpolicy;
 
 typedef enum zkr__qstate {
@@ -56,6 +51,15 @@ int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
 void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud);
 /* Our node was found deleted (by a guarded write): LOST. */
 void zkr__queue_mark_lost(zkr__queue *q);
+/* Reentry: grow the hold count if held (ZKR_OK), else ZKR_ENOTHELD. */
+int zkr__queue_reenter(zkr__queue *q);
+/* The hold count (0 if not held). Release drops it by one and deletes the
+ * node when it reaches zero. */
+int zkr__queue_hold_count(zkr__queue *q);
+/* Post fn(q, rc, ud) to the event thread (not called once the queue is
+ * freed). */
+int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
+                           int rc);
 zkr_session *zkr__queue_session(zkr__queue *q);
 
 #endif

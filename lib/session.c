@@ -129,6 +129,7 @@ struct zkr_session {
 
   uint64_t next_id;
   uint64_t ev_seq;
+  uint64_t node_events; /* node watch events received (tests, benchmark) */
   struct listener *listeners;
   struct hook *hooks;
   struct watch *watches;
@@ -547,6 +548,8 @@ void zkr__watch_remove(zkr_session *s, uint64_t id) {
 static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
                            const char *path) {
   pthread_mutex_lock(&s->mu);
+  if (type != ZOO_NOTWATCHING_EVENT)
+    s->node_events++;
   for (;;) {
     if (hc->gen != s->gen || s->closing)
       break; /* a watch of a session that is gone: nobody cares */
@@ -1431,4 +1434,11 @@ int zkr__session_fresh(zkr_session *s) {
               now - s->tick_at < (int64_t)s->timeout_ms / 2;
   pthread_mutex_unlock(&s->mu);
   return fresh;
+}
+
+uint64_t zkr__session_node_events(zkr_session *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = s->node_events;
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }

@@ -119,6 +119,8 @@ int zkr__watch_unlink(zkr_session *s, uint64_t id);
 /* Connected, and not just resumed from a pause that could have cost the
  * session (the manager thread ticked within half the session timeout). */
 int zkr__session_fresh(zkr_session *s);
+/* Node watch events this session has received (wake-ups). */
+uint64_t zkr__session_node_events(zkr_session *s);
 /* Does the session open a new ZooKeeper session after a loss? */
 int zkr__session_renews(zkr_session *s);
 /* A completion that ignores its result (for fire-and-forget requests). */

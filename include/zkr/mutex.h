@@ -156,8 +156,7 @@ ZKR_EXTERN int zkr_mutex_acquire_async(zkr_mutex *m, int64_t timeout_ms,
 ZKR_EXTERN int zkr_mutex_cancel(zkr_mutex *m);
 
 /**
- * zkr_mutex_release - release: our node is deleted (with a release marker
- * that lets the next waiter hold without another request). If the
+ * zkr_mutex_release - release: our node is deleted. If the
  * connection is down the deletion is retried in the background until it
  * succeeds or the session ends. A reentrant mutex is released when its
  * hold count drops to zero.

@@ -1,0 +1,273 @@
+/*
+ * CuratorLock: one contending process for the zkr/Curator interoperability
+ * tests, the Java twin of test/lockworker.c, using Apache Curator's
+ * InterProcessMutex on the same lock path.
+ *
+ *   java -cp DIR:JARS CuratorLock --servers HOSTS --path PATH [options]
+ *     --iterations N      acquire/release N times (default 1)
+ *     --hold-ms MS        hold each time for MS (default 10)
+ *     --timeout-ms MS     acquire timeout (default -1: no limit)
+ *     --session-ms MS     session timeout (default 10000)
+ *     --log FILE          append "ACQ pid seq token t_ms" / "REL ..." lines
+ *                         (t_ms: System.nanoTime(), which is CLOCK_MONOTONIC
+ *                         on Linux, so it compares with lockworker's)
+ *     --resource FILE     the shared resource: while holding, create
+ *                         FILE.holder with O_EXCL (an existing one means
+ *                         two holders at once: exit 3), remove it before
+ *                         releasing
+ *     --hold-forever      acquire once, print "HELD <node> <token>" on
+ *                         stdout, then every 10 ms append "TOUCH pid t_ms"
+ *                         to --log while the lock is held; when it is not
+ *                         (connection SUSPENDED or LOST, or our node
+ *                         deleted) print "LOST" and exit 75
+ *     --id TEXT           contender id stored in the node (default: Curator's,
+ *                         the local address)
+ *     --wait-file FILE    (not in lockworker) connect first, print "READY"
+ *                         on stdout, then wait until FILE exists before the
+ *                         first acquire: the test starts the JVM early and
+ *                         queues it on cue
+ * seq is the trailing 10 digits of Curator's own lock node (getLockPath());
+ * token is that node's czxid, read with one exists() after acquiring (zkr's
+ * fencing token), -1 if it cannot be read.
+ * Exit: 0 done, 1 acquire failed, 3 overlap seen, 75 lock lost, 64 usage.
+ *
+ * Curator's and ZooKeeper's logging: put slf4j-nop.jar on the class path.
+ */
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.CuratorWatcher;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.data.Stat;
+
+public final class CuratorLock {
+  /* InterProcessMutex keeps the node of the owning thread's acquisition in
+   * getLockPath(), which is protected: expose it. */
+  static final class Mutex extends InterProcessMutex {
+    private final byte[] data;
+
+    Mutex(CuratorFramework client, String path, byte[] data) {
+      super(client, path);
+      this.data = data;
+    }
+
+    String node() {
+      return getLockPath();
+    }
+
+    @Override
+    protected byte[] getLockNodeBytes() {
+      return data; /* null: Curator's default */
+    }
+  }
+
+  private static volatile boolean lost;
+
+  private static long nowMs() {
+    return System.nanoTime() / 1000000L;
+  }
+
+  private static long pid() {
+    return ProcessHandle.current().pid();
+  }
+
+  /* one write(2) on an O_APPEND descriptor: lines of concurrent writers
+   * never interleave */
+  private static void append(String file, String line) {
+    if (file == null)
+      return;
+    try (FileOutputStream out = new FileOutputStream(file, true)) {
+      out.write(line.getBytes(StandardCharsets.US_ASCII));
+    } catch (IOException e) {
+      /* like lockworker: ignore */
+    }
+  }
+
+  private static int seqOf(String node) {
+    if (node == null || node.length() < 10)
+      return -1;
+    try {
+      return Integer.parseInt(node.substring(node.length() - 10));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  private static void usage() {
+    System.err.println("usage: CuratorLock --servers HOSTS --path PATH"
+        + " [--iterations N] [--hold-ms MS] [--timeout-ms MS]"
+        + " [--session-ms MS] [--log FILE] [--resource FILE]"
+        + " [--hold-forever] [--id TEXT] [--wait-file FILE]");
+    System.exit(64);
+  }
+
+  private static long num(String v) {
+    try {
+      return Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      usage();
+      return 0;
+    }
+  }
+
+  /* Watch our own node while holding it forever: its deletion is a loss. */
+  private static void watchNode(CuratorFramework client, String node)
+      throws Exception {
+    CuratorWatcher w = new CuratorWatcher() {
+      @Override
+      public void process(WatchedEvent ev) throws Exception {
+        if (ev.getType() == Watcher.Event.EventType.NodeDeleted)
+          lost = true;
+        else if (ev.getType() != Watcher.Event.EventType.None)
+          watchNode(client, node);
+      }
+    };
+    if (client.checkExists().usingWatcher(w).forPath(node) == null)
+      lost = true;
+  }
+
+  public static void main(String[] argv) throws Exception {
+    String servers = null, path = null, logf = null, res = null, id = null,
+        waitFile = null;
+    long iterations = 1, holdMs = 10, timeoutMs = -1, sessionMs = 10000;
+    boolean forever = false;
+    for (int i = 0; i < argv.length; i++) {
+      String a = argv[i];
+      if (a.equals("--hold-forever")) {
+        forever = true;
+        continue;
+      }
+      if (i + 1 >= argv.length)
+        usage();
+      String v = argv[++i];
+      switch (a) {
+      case "--servers": servers = v; break;
+      case "--path": path = v; break;
+      case "--iterations": iterations = num(v); break;
+      case "--hold-ms": holdMs = num(v); break;
+      case "--timeout-ms": timeoutMs = num(v); break;
+      case "--session-ms": sessionMs = num(v); break;
+      case "--log": logf = v; break;
+      case "--resource": res = v; break;
+      case "--id": id = v; break;
+      case "--wait-file": waitFile = v; break;
+      default: usage();
+      }
+    }
+    if (servers == null || path == null)
+      usage();
+
+    CuratorFramework client = CuratorFrameworkFactory.builder()
+        .connectString(servers)
+        .sessionTimeoutMs((int) sessionMs)
+        .connectionTimeoutMs(20000)
+        .retryPolicy(new ExponentialBackoffRetry(100, 3))
+        .build();
+    client.getConnectionStateListenable().addListener((c, st) -> {
+      /* like lockworker, whose zkr_mutex_is_held() is false as soon as the
+       * session is suspended: Curator's advice too */
+      if (st == ConnectionState.SUSPENDED || st == ConnectionState.LOST)
+        lost = true;
+    });
+    client.start();
+    if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
+      System.err.println("CuratorLock: connect: timed out");
+      client.close();
+      System.exit(1);
+    }
+    if (waitFile != null) {
+      System.out.println("READY");
+      System.out.flush();
+      Path go = Paths.get(waitFile);
+      while (!Files.exists(go))
+        Thread.sleep(5);
+    }
+    Mutex m = new Mutex(client, path,
+        id == null ? null : id.getBytes(StandardCharsets.UTF_8));
+    Path holder = res == null ? null : Paths.get(res + ".holder");
+    int status = 0;
+    for (long it = 0; it < (forever ? 1 : iterations); it++) {
+      boolean got;
+      try {
+        if (timeoutMs < 0) {
+          m.acquire();
+          got = true;
+        } else {
+          got = m.acquire(timeoutMs, TimeUnit.MILLISECONDS);
+        }
+      } catch (Exception e) {
+        System.err.println("CuratorLock " + pid() + ": acquire: " + e);
+        status = 1;
+        break;
+      }
+      if (!got) {
+        System.err.println("CuratorLock " + pid() + ": acquire: timed out");
+        status = 1;
+        break;
+      }
+      String node = m.node();
+      long token = -1;
+      try {
+        Stat st = client.checkExists().forPath(node);
+        if (st != null)
+          token = st.getCzxid();
+      } catch (Exception e) {
+        /* token stays -1 */
+      }
+      append(logf, "ACQ " + pid() + " " + seqOf(node) + " " + token + " "
+          + nowMs() + "\n");
+      if (forever) {
+        System.out.println("HELD " + node + " " + token);
+        System.out.flush();
+        watchNode(client, node);
+        for (;;) {
+          if (lost) {
+            System.out.println("LOST");
+            System.out.flush();
+            append(logf, "LOST " + pid() + " " + nowMs() + "\n");
+            Runtime.getRuntime().halt(75);
+          }
+          append(logf, "TOUCH " + pid() + " " + nowMs() + "\n");
+          Thread.sleep(10);
+        }
+      }
+      if (holder != null) {
+        try {
+          Files.createFile(holder); /* O_CREAT|O_EXCL */
+        } catch (FileAlreadyExistsException e) {
+          System.err.println("CuratorLock " + pid() + ": OVERLAP: " + holder
+              + " exists");
+          status = 3;
+          break;
+        }
+      }
+      Thread.sleep(holdMs);
+      if (holder != null)
+        Files.deleteIfExists(holder);
+      append(logf, "REL " + pid() + " " + seqOf(node) + " " + token + " "
+          + nowMs() + "\n");
+      try {
+        m.release();
+      } catch (Exception e) {
+        System.err.println("CuratorLock: release: " + e);
+        status = 1;
+        break;
+      }
+    }
+    client.close();
+    System.exit(status);
+  }
+}

@@ -1,0 +1,496 @@
+#!/usr/bin/env bash
+# t-interop-curator.sh - TAP tests: zkr's mutex and Apache Curator's
+# InterProcessMutex share one lock (same node layout, same queue), against a
+# real standalone server. The Curator side is test/CuratorLock.java, compiled
+# here against Debian's jars (libcurator-recipes-java and friends); the zkr
+# side is test/lockworker. python3-kazoo (Debian's /usr/bin/python3) counts
+# the children of the lock paths.
+#
+# Meant to run under test/with-zk (ZKR_SANDBOX, ZKR_SANDBOX_DIR set); without
+# it, uses ../scripts/zk-sandbox and a private mktemp directory.
+# Skips when java, javac, the jars, kazoo or lockworker are missing, unless
+# ZKR_TEST_NO_SKIP=1 (then: Bail out!, exit 1).
+
+# shellcheck disable=SC2317  # functions run from traps
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+py=/usr/bin/python3 # Debian's python3-kazoo, not a python3 found in PATH
+jdir=${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}
+src=$here/CuratorLock.java
+
+skip_all() {
+	if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then
+		echo "Bail out! would skip, but ZKR_TEST_NO_SKIP=1: $*"
+		exit 1
+	fi
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
+if [ -n "${abs_top_builddir:-}" ]; then
+	worker=$abs_top_builddir/test/lockworker
+else
+	worker=./test/lockworker
+fi
+[ -x "$worker" ] || skip_all "$worker is not built"
+[ -f "$src" ] || skip_all "$src is missing"
+if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+	skip_all "java or javac missing (apt-get install default-jdk-headless)"
+fi
+jars=(curator-recipes curator-framework curator-client zookeeper zookeeper-jute
+	guava slf4j-api)
+cp=
+for j in "${jars[@]}"; do
+	[ -f "$jdir/$j.jar" ] || skip_all "$jdir/$j.jar missing (apt-get install" \
+		"libcurator-recipes-java libcurator-framework-java" \
+		"libcurator-client-java libzookeeper-java)"
+	cp=$cp${cp:+:}$jdir/$j.jar
+done
+# quiet Curator and ZooKeeper: the no-op slf4j binding, else slf4j's own
+# default (no binding: a 3-line warning, then nothing)
+if [ -f "$jdir/slf4j-nop.jar" ]; then cp=$cp:$jdir/slf4j-nop.jar; fi
+"$py" -c 'import kazoo' 2>/dev/null ||
+	skip_all "$py cannot import kazoo (apt-get install python3-kazoo)"
+
+own_dir=
+if [ -z "${ZKR_SANDBOX:-}" ]; then
+	ZKR_SANDBOX=$here/../scripts/zk-sandbox
+fi
+if [ -z "${ZKR_SANDBOX_DIR:-}" ]; then
+	ZKR_SANDBOX_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zkr-t-interop.XXXXXX") || exit 99
+	own_dir=$ZKR_SANDBOX_DIR
+fi
+export ZKR_SANDBOX ZKR_SANDBOX_DIR
+sb() { bash "$ZKR_SANDBOX" "$@"; }
+
+d=$ZKR_SANDBOX_DIR/interop
+mkdir -p "$d" || exit 99
+
+pids=() # contenders this script started, not yet reaped
+forget() { # forget PID
+	local p rest=()
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+}
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	sb stop >/dev/null 2>&1
+	if [ -n "$own_dir" ]; then rm -rf "$own_dir"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+n=0
+ok() { # ok COND-STATUS DESCRIPTION [DIRECTIVE]
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2${3:+ # $3}"; else echo "not ok $n - $2${3:+ # $3}"; fi
+}
+diag() { printf '# %s\n' "$@"; }
+t_start=$SECONDS
+
+# pid_gone PID: the process no longer exists (or is a zombie awaiting reaping)
+pid_gone() {
+	[ ! -e "/proc/$1" ] && return 0
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	s=${s##*) }
+	[ "${s%% *}" = Z ]
+}
+
+# finish PID SECONDS: wait up to SECONDS for PID to end; returns its exit
+# status, or 124 after killing it
+finish() {
+	local i rc
+	for ((i = 0; i < $2 * 20; i++)); do
+		pid_gone "$1" && break
+		sleep 0.05
+	done
+	if ! pid_gone "$1"; then
+		kill -KILL "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+		forget "$1"
+		return 124
+	fi
+	wait "$1"
+	rc=$?
+	forget "$1"
+	return $rc
+}
+
+# stop PID: end a holder this script started (SIGTERM), reap it
+stop() {
+	kill -TERM "$1" 2>/dev/null
+	finish "$1" 5 >/dev/null
+	return 0
+}
+
+# wait_line FILE REGEX [SECONDS]: until a line of FILE matches REGEX (grep -E)
+wait_line() {
+	local i limit=$((${3:-10} * 20))
+	for ((i = 0; i < limit; i++)); do
+		grep -aEq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# The contenders. Both exec, so that $! is the pid they log.
+jopts=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto)
+cur() { exec java "${jopts[@]}" -cp "$d/classes:$cp" CuratorLock --servers "$servers" "$@"; }
+zkr() { exec "$worker" --servers "$servers" "$@"; }
+
+# kz CMD PATH ARGS...: the kazoo helper (count, names, wait-count, set)
+cat >"$d/zk.py" <<'EOF'
+import logging, sys, time
+logging.disable(logging.CRITICAL)
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+cmd, hosts, path = sys.argv[1], sys.argv[2], sys.argv[3]
+args = sys.argv[4:]
+zk = KazooClient(hosts=hosts, timeout=10.0)
+zk.start(timeout=10)
+
+def kids():
+    try:
+        return zk.get_children(path)
+    except NoNodeError:
+        return []
+
+rc = 0
+if cmd == "count":  # count PATH: number of children (0 if PATH is gone)
+    print(len(kids()))
+elif cmd == "names":  # names PATH: the children in sequence order
+    for k in sorted(kids(), key=lambda k: int(k[-10:])):
+        print(k)
+elif cmd == "wait-count":  # wait-count PATH N SECONDS: until exactly N
+    want, end = int(args[0]), time.time() + float(args[1])
+    while len(kids()) != want:
+        if time.time() > end:
+            rc = 1
+            break
+        time.sleep(0.02)
+    print(len(kids()))
+elif cmd == "set":  # set NODE DATA
+    zk.set(path, args[0].encode())
+zk.stop()
+zk.close()
+sys.exit(rc)
+EOF
+kz() { timeout 30 "$py" "$d/zk.py" "$1" "$servers" "${@:2}" 2>>"$d/kz.err"; }
+
+# watched NODE [SECONDS]: some session has a data watch on NODE (wchp)
+watched() {
+	local i
+	for ((i = 0; i < ${2:-2} * 20; i++)); do
+		sb 4lw 1 wchp 2>/dev/null | grep -qxF -- "$1" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# check_log FILE: ACQ/REL lines strictly alternate, each REL by the pid of
+# the ACQ before it (no two holders at once), fencing tokens grow; prints
+# "ok PIDS..." (the pids in acquisition order) or "bad REASON"
+check_log() {
+	awk '
+	$1 == "ACQ" {
+		if (holder != "") { print "bad ACQ by " $2 " while " holder " holds (line " NR ")"; bad = 1; exit }
+		if (n > 0 && $4 + 0 <= last + 0) { print "bad token " $4 " after " last " (line " NR ")"; bad = 1; exit }
+		holder = $2; last = $4; order = order " " $2; n++
+	}
+	$1 == "REL" {
+		if (holder != $2) { print "bad REL by " $2 " while holder is \"" holder "\" (line " NR ")"; bad = 1; exit }
+		holder = ""
+	}
+	END { if (!bad) print "ok" order }' "$1"
+}
+
+echo "1..20"
+
+# ---------------------------------------------------------------- set-up
+t0=$SECONDS
+mkdir -p "$d/classes"
+javac -nowarn -d "$d/classes" -cp "$cp" "$src" 2>"$d/javac.err"
+rc=$?
+ok $rc "CuratorLock.java compiles ($((SECONDS - t0)) s)"
+if [ $rc -ne 0 ]; then
+	diag "$(grep -v 'bad path element' "$d/javac.err")"
+	echo "Bail out! CuratorLock.java does not compile"
+	exit 1
+fi
+
+servers=$(sb start 2>"$d/start.err")
+rc=$?
+ok $rc "standalone server starts ($servers)"
+if [ $rc -ne 0 ]; then
+	diag "$(cat "$d/start.err")"
+	echo "Bail out! no server"
+	exit 1
+fi
+
+# ------------------------------------------- a zkr holder blocks Curator
+L=/interop/held-by-zkr
+zkr --path "$L" --hold-forever >"$d/zh.out" 2>"$d/zh.err" &
+zh=$!
+pids+=("$zh")
+wait_line "$d/zh.out" '^HELD ' 10
+ok $? "zkr holder (lockworker --hold-forever) holds $L"
+zh_node=$(awk '$1 == "HELD" { print $2; exit }' "$d/zh.out")
+
+# A Curator acquirer with a 2.5 s timeout queues behind it, and a zkr waiter
+# behind that one. Then a setData on the holder's node (what Curator's
+# Revoker.attemptRevoke writes) fires the Curator waiter's data watch:
+# Curator must look again, find the holder still there and watch it again,
+# not take the lock.
+cur --path "$L" --timeout-ms 2500 >"$d/ca.out" 2>"$d/ca.err" &
+ca=$!
+pids+=("$ca")
+zw=
+if [ "$(kz wait-count "$L" 2 10)" = 2 ]; then
+	zkr --path "$L" --log "$d/zw.log" >"$d/zw.out" 2>"$d/zw.err" &
+	zw=$!
+	pids+=("$zw")
+fi
+[ -n "$zw" ] && [ "$(kz wait-count "$L" 3 5)" = 3 ] && watched "$zh_node" 2 &&
+	kz set "$zh_node" __REVOKE__ && watched "$zh_node" 2 &&
+	[ "$(kz count "$L")" = 3 ] && ! pid_gone "$ca"
+ok $? "a setData on the zkr holder's node wakes the queued Curator waiter, which watches it again and stays queued"
+
+finish "$ca" 15
+rc=$?
+[ $rc -eq 1 ] && grep -q 'timed out' "$d/ca.err" &&
+	[ "$(kz wait-count "$L" 2 3)" = 2 ] && ! pid_gone "$zh" &&
+	! grep -q LOST "$d/zh.out"
+ok $? "Curator's acquire times out (exit $rc) while zkr holds, and removes its node"
+
+# The zkr waiter's predecessor (the Curator node) left without holding: it
+# must go on to watch the holder, not take the lock.
+[ -n "$zw" ] && watched "$zh_node" 3 && sleep 0.3 && ! pid_gone "$zw" &&
+	[ ! -e "$d/zw.log" ] && [ "$(kz count "$L")" = 2 ]
+ok $? "the zkr waiter behind the Curator waiter that gave up moves on to watch the holder, still waiting"
+if [ -n "$zw" ]; then stop "$zw"; fi
+
+# ------------------------------------------- a Curator holder blocks zkr
+L=/interop/held-by-curator
+cur --path "$L" --hold-forever >"$d/ch.out" 2>"$d/ch.err" &
+ch=$!
+pids+=("$ch")
+wait_line "$d/ch.out" '^HELD ' 15
+ok $? "Curator holder (CuratorLock --hold-forever) holds $L"
+ch_node=$(awk '$1 == "HELD" { print $2; exit }' "$d/ch.out")
+
+t0=$(date +%s%N)
+zkr --path "$L" --timeout-ms 500 >"$d/za.out" 2>"$d/za.err" &
+za=$!
+pids+=("$za")
+finish "$za" 10
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc -eq 1 ] && [ "$(kz wait-count "$L" 1 3)" = 1 ] && ! pid_gone "$ch" &&
+	! grep -q LOST "$d/ch.out"
+ok $? "lockworker --timeout-ms 500 fails (exit $rc after $ms ms) while Curator holds, and removes its node"
+
+# The same setData (Curator's revocation writes one), now on the Curator
+# holder's node, with a zkr waiter behind it: a changed predecessor is
+# looked at again, never taken for a release.
+zkr --path "$L" --timeout-ms 1500 --log "$d/rv.log" >"$d/zr.out" 2>"$d/zr.err" &
+zr=$!
+pids+=("$zr")
+revoked=0
+if [ "$(kz wait-count "$L" 2 5)" = 2 ] && watched "$ch_node" 2; then
+	kz set "$ch_node" __REVOKE__ && revoked=1
+fi
+finish "$zr" 10
+rc=$?
+[ $revoked = 1 ] && [ $rc -eq 1 ] && ! grep -q '^ACQ' "$d/rv.log" 2>/dev/null && ! pid_gone "$ch"
+ok $? "a setData on the Curator holder's node does not let a zkr waiter in (exit $rc)"
+
+stop "$zh"
+stop "$ch"
+
+# ------------------------------------------- FIFO across implementations
+# A zkr holder; behind it Curator, zkr, Curator, zkr waiters, each queued
+# only once the one before has its node. The Curator JVMs start first and
+# queue on cue (--wait-file), so JVM start-up stays out of the way.
+L=/interop/fifo
+log=$d/fifo.log
+res=$d/fifo.res
+common=(--path "$L" --log "$log" --resource "$res" --hold-ms 50)
+cur "${common[@]}" --wait-file "$d/go.c1" >"$d/c1.out" 2>"$d/c1.err" &
+c1=$!
+cur "${common[@]}" --wait-file "$d/go.c2" >"$d/c2.out" 2>"$d/c2.err" &
+c2=$!
+pids+=("$c1" "$c2")
+zkr --path "$L" --hold-forever --session-ms 2000 >"$d/fh.out" 2>"$d/fh.err" &
+fh=$!
+pids+=("$fh")
+queued=0
+if wait_line "$d/fh.out" '^HELD ' 10; then
+	touch "$d/go.c1"
+	if [ "$(kz wait-count "$L" 2 15)" = 2 ]; then
+		zkr "${common[@]}" >"$d/z1.out" 2>"$d/z1.err" &
+		z1=$!
+		pids+=("$z1")
+		if [ "$(kz wait-count "$L" 3 10)" = 3 ]; then
+			touch "$d/go.c2"
+			if [ "$(kz wait-count "$L" 4 15)" = 4 ]; then
+				zkr "${common[@]}" >"$d/z2.out" 2>"$d/z2.err" &
+				z2=$!
+				pids+=("$z2")
+				[ "$(kz wait-count "$L" 5 10)" = 5 ] && queued=1
+			fi
+		fi
+	fi
+fi
+[ $queued = 1 ] && [ ! -e "$log" ]
+ok $? "zkr holder, then Curator, zkr, Curator, zkr waiters queue one by one behind it"
+expect="${c1:-} ${z1:-} ${c2:-} ${z2:-}"
+
+# Release the holder: killed, its node goes when its session expires (2 s).
+t0=$SECONDS
+kill -TERM "$fh" 2>/dev/null
+fails=
+for p in $expect; do
+	finish "$p" 20 || fails="$fails $p"
+done
+stop "$fh"
+[ -z "$fails" ] && [ $queued = 1 ]
+ok $? "after the holder's session ends, all four waiters finish with exit 0 ($((SECONDS - t0)) s)${fails:+; failed:$fails}"
+
+got=$(check_log "$log")
+[ "$got" = "ok $expect" ] && [ ! -e "$res.holder" ]
+ok $? "they acquired in queue order, one at a time (expected: $expect; log: $got)"
+
+# ------------------------------------------- mixed contention
+L=/interop/mixed
+log=$d/mixed.log
+res=$d/mixed.res
+common=(--path "$L" --log "$log" --resource "$res" --iterations 20 --hold-ms 5)
+mixed=()
+for i in 1 2 3; do
+	cur "${common[@]}" --wait-file "$d/go.mixed" >"$d/mc$i.out" 2>"$d/mc$i.err" &
+	mixed+=($!)
+	pids+=($!)
+done
+# the JVMs connected, then all go; zkr joins once Curator holds
+for i in 1 2 3; do wait_line "$d/mc$i.out" '^READY' 15; done
+t0=$SECONDS
+touch "$d/go.mixed"
+wait_line "$log" '^ACQ' 10
+for i in 1 2 3; do
+	zkr "${common[@]}" >"$d/mz$i.out" 2>"$d/mz$i.err" &
+	mixed+=($!)
+	pids+=($!)
+done
+codes=
+bad=0
+for p in "${mixed[@]}"; do
+	finish "$p" 40
+	rc=$?
+	codes="$codes $rc"
+	[ $rc -eq 0 ] || bad=1
+done
+ok $bad "3 Curator + 3 zkr contenders x 20 iterations all exit 0 (exits:$codes, $((SECONDS - t0)) s)"
+
+got=$(check_log "$log")
+nacq=$(grep -c '^ACQ' "$log" 2>/dev/null)
+# handoffs between the implementations (Curator pids are the first three)
+cpids=" ${mixed[0]} ${mixed[1]} ${mixed[2]} "
+switches=0
+prev=
+for p in ${got#ok}; do
+	case $cpids in *" $p "*) k=c ;; *) k=z ;; esac
+	[ -n "$prev" ] && [ "$k" != "$prev" ] && switches=$((switches + 1))
+	prev=$k
+done
+[ "${got%% *}" = ok ] && [ "$nacq" = 120 ] && [ ! -e "$res.holder" ] &&
+	[ $switches -gt 0 ]
+ok $? "120 acquisitions ($nacq), never two holders, fencing tokens grow (${got%% *}; $switches Curator<->zkr handoffs)"
+if [ "${got%% *}" != ok ]; then diag "$got"; fi
+
+[ "$(kz wait-count "$L" 0 5)" = 0 ]
+ok $? "no child node left under $L"
+
+# ------------------------------------------- a zkr release wakes Curator
+# zkr releases with a multi {setData "", delete}: the Curator waiter's data
+# watch fires with NodeDataChanged (not NodeDeleted); Curator must list the
+# children again and take the lock.
+L=/interop/zkr-wakes-curator
+log=$d/zc.log
+cur --path "$L" --log "$log" --wait-file "$d/go.zc" >"$d/zc-c.out" 2>"$d/zc-c.err" &
+zc_c=$!
+pids+=("$zc_c")
+zkr --path "$L" --log "$log" --hold-ms 1500 >"$d/zc-z.out" 2>"$d/zc-z.err" &
+zc_z=$!
+pids+=("$zc_z")
+node=
+if wait_line "$log" '^ACQ' 10; then
+	node=$(kz names "$L" | head -n 1)
+	touch "$d/go.zc"
+fi
+[ -n "$node" ] && [ "$(kz wait-count "$L" 2 10)" = 2 ] && watched "$L/$node" 2 &&
+	! grep -q '^REL' "$log"
+ok $? "a Curator waiter queues behind a zkr holder, with a data watch on the holder's node"
+
+finish "$zc_z" 10
+rz=$?
+finish "$zc_c" 10
+rc=$?
+# the Curator ACQ after the zkr REL, and how long after
+lag=$(awk -v c="$zc_c" -v z="$zc_z" '
+	$1 == "REL" && $2 == z { rel = $5 }
+	$1 == "ACQ" && $2 == c && rel != "" { print $5 - rel; exit }' "$log")
+[ $rz -eq 0 ] && [ $rc -eq 0 ] && [ "$(check_log "$log")" = "ok $zc_z $zc_c" ] &&
+	[ -n "$lag" ] && [ "$lag" -lt 2000 ]
+ok $? "zkr's release wakes the Curator waiter, which acquires ${lag:-?} ms after it (exits $rz $rc)"
+
+# ------------------------------------------- a Curator release wakes zkr
+L=/interop/curator-wakes-zkr
+log=$d/cz.log
+cur --path "$L" --log "$log" --hold-ms 1500 >"$d/cz-c.out" 2>"$d/cz-c.err" &
+cz_c=$!
+pids+=("$cz_c")
+cz_z=
+if wait_line "$log" '^ACQ' 15; then
+	node=$(kz names "$L" | head -n 1)
+	zkr --path "$L" --log "$log" >"$d/cz-z.out" 2>"$d/cz-z.err" &
+	cz_z=$!
+	pids+=("$cz_z")
+fi
+[ -n "$cz_z" ] && [ "$(kz wait-count "$L" 2 5)" = 2 ] && watched "$L/$node" 2 &&
+	! grep -q '^REL' "$log"
+ok $? "a zkr waiter queues behind a Curator holder, watching the holder's node"
+
+finish "$cz_c" 10
+rc=$?
+rz=124
+if [ -n "$cz_z" ]; then
+	finish "$cz_z" 10
+	rz=$?
+fi
+lag=$(awk -v c="$cz_c" -v z="$cz_z" '
+	$1 == "REL" && $2 == c { rel = $5 }
+	$1 == "ACQ" && $2 == z && rel != "" { print $5 - rel; exit }' "$log")
+[ $rz -eq 0 ] && [ $rc -eq 0 ] && [ "$(check_log "$log")" = "ok $cz_c $cz_z" ] &&
+	[ -n "$lag" ] && [ "$lag" -lt 2000 ]
+ok $? "Curator's release (delete) wakes the zkr waiter, which acquires ${lag:-?} ms after it (exits $rc $rz)"
+
+[ "$(kz wait-count /interop/zkr-wakes-curator 0 5)" = 0 ] &&
+	[ "$(kz wait-count /interop/curator-wakes-zkr 0 5)" = 0 ]
+ok $? "no child node left under either lock"
+
+diag "took $((SECONDS - t_start)) s"
+exit 0
