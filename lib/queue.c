@@ -90,10 +90,12 @@ struct zkr__queue {
   int waiting_conn; /* paused until the session is connected again */
   struct pred *preds;
   int npreds;
-  uint64_t watch_id; /* registry id of our one watch, 0 if none */
+  uint64_t watch_id;      /* registry id of our one watch, 0 if none */
+  struct qctx *watch_ctx; /* its callback context, while registered */
   char *watch_path;
   int64_t deadline;
   uint64_t timer_id;
+  struct qctx *timer_ctx;
   zkr__queue_done_fn done_fn;
   void *done_ud;
   int result;
@@ -207,8 +209,12 @@ static void clear_node(zkr__queue *q) {
  * is removed too, so an abandoned waiter leaves no stale watch. */
 static void drop_watch(zkr__queue *q, int server) {
   if (q->watch_id) {
-    if (zkr__watch_unlink(q->s, q->watch_id))
-      q->refs--; /* its callback will never run; never the last ref here */
+    if (zkr__watch_unlink(q->s, q->watch_id)) {
+      /* its callback will never run; never the last reference here */
+      free(q->watch_ctx);
+      q->refs--;
+    }
+    q->watch_ctx = NULL; /* else its callback frees it */
     q->watch_id = 0;
     if (server && q->watch_path)
       zkr__session_unwatch(q->s, q->watch_path);
@@ -219,8 +225,11 @@ static void drop_watch(zkr__queue *q, int server) {
 
 static void cancel_timer(zkr__queue *q) {
   if (q->timer_id) {
-    if (zkr__timer_cancel(q->s, q->timer_id))
-      q->refs--; /* the timer will never run */
+    if (zkr__timer_cancel(q->s, q->timer_id)) {
+      free(q->timer_ctx); /* the timer will never run */
+      q->refs--;
+    }
+    q->timer_ctx = NULL; /* else it runs and frees it */
     q->timer_id = 0;
   }
 }
@@ -724,6 +733,7 @@ static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
   if (c->attempt == q->attempt && q->phase == Q_WATCHING &&
       c->watch_id == q->watch_id) {
     q->watch_id = 0; /* consumed: the registry already unlinked it */
+    q->watch_ctx = NULL;
     free(q->watch_path);
     q->watch_path = NULL;
     if (type == ZOO_DELETED_EVENT)
@@ -911,6 +921,7 @@ static void step_watch(zkr__queue *q) {
   wc->watch_id = wid;
   ec->watch_id = wid;
   q->watch_id = wid;
+  q->watch_ctx = wc;
   q->watch_path = path;
   int rc = zoo_aexists(zh, path, 1, exists_cb, ec);
   zkr__session_put_zh(q->s);
@@ -1053,10 +1064,12 @@ static void deadline_fired(void *arg) {
   struct qctx *c = arg;
   zkr__queue *q = c->q;
   pthread_mutex_lock(&q->mu);
-  if (c->acq == q->acq && acquiring(q)) {
+  if (c == q->timer_ctx) {
     q->timer_id = 0;
-    finish(q, ZKR_ETIMEDOUT);
+    q->timer_ctx = NULL;
   }
+  if (c->acq == q->acq && acquiring(q))
+    finish(q, ZKR_ETIMEDOUT);
   pthread_mutex_unlock(&q->mu);
   ctx_done(c);
 }
@@ -1161,8 +1174,10 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   q->deadline = zkr__deadline(bound);
   if (bound > 0) {
     struct qctx *c = ctx_new(q);
+    q->timer_ctx = c;
     if (!c || zkr__timer_add(q->s, q->deadline, deadline_fired, c,
                              &q->timer_id) != ZKR_OK) {
+      q->timer_ctx = NULL;
       if (c) {
         q->refs--;
         free(c);
