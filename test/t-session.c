@@ -93,27 +93,6 @@ static zkr_session_opts *opts_with(int session_ms, int connect_ms) {
   return o;
 }
 
-/* Expire a session the standard way: a second handle on the same id and
- * password, closed. */
-static int expire_session(zkr_session *s, const char *hosts) {
-  zhandle_t *zh;
-  if (zkr__session_get_zh(s, &zh, NULL) != ZKR_OK)
-    return -1;
-  clientid_t cid = *zoo_client_id(zh);
-  zkr__session_put_zh(s);
-  zoo_set_log_stream(NULL);
-  zhandle_t *other =
-      zookeeper_init2(hosts, NULL, 10000, &cid, NULL, 0, zkr__zk_log_cb);
-  if (!other)
-    return -1;
-  int64_t end = zkt_now_ms() + 10000;
-  while (zoo_state(other) != ZOO_CONNECTED_STATE && zkt_now_ms() < end)
-    usleep(10000);
-  int ok = zoo_state(other) == ZOO_CONNECTED_STATE;
-  zookeeper_close(other);
-  return ok ? 0 : -1;
-}
-
 static void test_bad_arguments(const char *hosts) {
   zkr_session *s = (zkr_session *)0x1;
   zkr_session_opts *o = NULL;
@@ -247,7 +226,7 @@ static void test_expiry(const char *hosts) {
   rec_init(&r);
   zkr_session_add_listener(s, rec_fn, &r, NULL);
   int64_t sid = zkr_session_id(s);
-  is(expire_session(s, hosts), 0, "session expired with a second handle");
+  is(zkt_expire(hosts, s), 0, "session expired with a second handle");
   /* The takeover by the second handle may first show as SUSPENDED and
    * RECONNECTED; what matters is LOST of the old id, then CONNECTED. */
   int64_t end0 = zkt_now_ms() + 15000;
@@ -285,7 +264,7 @@ static void test_expiry(const char *hosts) {
   zkr_session_opts_free(o);
   rec_init(&r);
   zkr_session_add_listener(s, rec_fn, &r, NULL);
-  is(expire_session(s, hosts), 0, "expired");
+  is(zkt_expire(hosts, s), 0, "expired");
   struct rec *rp = &r;
   (void)rp;
   int64_t end = zkt_now_ms() + 15000;
@@ -333,7 +312,7 @@ static void test_auth(const char *hosts, const char *root) {
      "credentials still apply after a reconnect");
   zkr__result_clear(&res);
   int64_t sid = zkr_session_id(s);
-  is(expire_session(s, hosts), 0, "session expired");
+  is(zkt_expire(hosts, s), 0, "session expired");
   int64_t end = zkt_now_ms() + 15000;
   while ((zkr_session_id(s) == sid || zkr_session_id(s) == 0) &&
          zkt_now_ms() < end)

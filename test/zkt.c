@@ -2,6 +2,8 @@
 
 #include "zkt.h"
 
+#include "zkr-private.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,4 +139,37 @@ int zkt_watches_of(int id, int64_t sid, char *first, size_t len) {
   }
   free(r);
   return n;
+}
+
+/* Expire @s's ZooKeeper session the standard way: a second handle with
+ * the same id and password connects and closes the session. If the
+ * original client reconnects in between, the close can miss (the session
+ * moved); so try again until the session is really gone. */
+int zkt_expire(const char *hosts, zkr_session *s) {
+  zhandle_t *zh;
+  if (zkr__session_get_zh(s, &zh, NULL) != ZKR_OK)
+    return -1;
+  clientid_t cid = *zoo_client_id(zh);
+  zkr__session_put_zh(s);
+  for (int attempt = 0; attempt < 5; attempt++) {
+    zhandle_t *other =
+        zookeeper_init2(hosts, NULL, 10000, &cid, NULL, 0, zkr__zk_log_cb);
+    if (!other)
+      return -1;
+    int64_t end = zkt_now_ms() + 10000;
+    while (zoo_state(other) != ZOO_CONNECTED_STATE && zkt_now_ms() < end)
+      usleep(10000);
+    int connected = zoo_state(other) == ZOO_CONNECTED_STATE;
+    zookeeper_close(other);
+    if (!connected)
+      return -1; /* the session is gone already, or no server */
+    end = zkt_now_ms() + 5000;
+    while (zkt_now_ms() < end) {
+      int64_t id = zkr_session_id(s);
+      if (id != cid.client_id)
+        return 0; /* lost, or a new session */
+      usleep(10000);
+    }
+  }
+  return -1;
 }

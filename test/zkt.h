@@ -21,6 +21,9 @@ int64_t zkt_mntr(int id, const char *key);
 /* How many data watches session @sid holds on server @id (from "wchc"),
  * and the first watched path into @first; -1 if wchc failed. */
 int zkt_watches_of(int id, int64_t sid, char *first, size_t len);
+/* Expire the ZooKeeper session of @s (see zkt.c); 0 once it is gone. */
+struct zkr_session;
+int zkt_expire(const char *hosts, struct zkr_session *s);
 /* A root path private to this test program: /zkr-test/<name>-<pid>. */
 const char *zkt_root(const char *name);
 /* Milliseconds on the monotonic clock. */
