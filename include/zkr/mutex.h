@@ -11,8 +11,10 @@
  * session expires loses the lock with its session.
  *
  * THREAD SAFETY: a zkr_mutex is used by one thread at a time, except
- * zkr_mutex_cancel(), zkr_mutex_state() and zkr_mutex_is_held(), which any
- * thread may call at any time. Many mutex objects, on one or many paths,
+ * zkr_mutex_cancel(), zkr_mutex_state(), zkr_mutex_is_held(),
+ * zkr_mutex_hold_count(), zkr_mutex_fencing_token() and zkr_mutex_node(),
+ * which any thread may call at any time (but not after, or concurrently
+ * with, zkr_mutex_free()). Many mutex objects, on one or many paths,
  * may share one session, and each thread may use its own. Callbacks run on
  * the session's event thread, one at a time; they must not block.
  */
@@ -131,8 +133,12 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  * ZKR_ETIMEDOUT; ZKR_ECANCELED (zkr_mutex_cancel()); ZKR_EBUSY (an
  * acquisition is already in progress, or held and not reentrant, or held
  * by another thread); ZKR_ECLOSED; ZKR_ESESSIONLOST (lost and renewal
- * off); ZKR_ENOAUTH (the lock path's ACL refuses us); ZKR_EDEADLK (called
- * from a zkr callback); ZKR_EINVAL (@m NULL); ZKR_ENOMEM.
+ * off); ZKR_ENOAUTH (the lock path's ACL refuses us); ZKR_ENONODE (the
+ * lock path cannot be created: e.g. the session's chroot does not exist);
+ * ZKR_EZK (another ZooKeeper error, e.g. the lock path is an ephemeral
+ * node); ZKR_EDEADLK (called from a zkr callback); ZKR_EINVAL (@m NULL);
+ * ZKR_ENOMEM. With @timeout_ms 0 the call still waits for a connection,
+ * at most the session timeout (then ZKR_ETIMEDOUT).
  */
 ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms);
 
@@ -208,9 +214,11 @@ struct zoo_op_result;
  * Returns ZKR_OK (committed); ZKR_ELOCKLOST (our node is gone: nothing was
  * applied, and the state becomes LOST); ZKR_ENOTHELD (not held, or
  * SUSPECT: nothing sent); a zkr code mapped from the first failing op of
- * the caller's (nothing applied); ZKR_ECONNLOSS (the connection dropped:
- * the outcome is unknown); ZKR_ETIMEDOUT; ZKR_EDEADLK; ZKR_EINVAL;
- * ZKR_ENOMEM.
+ * the caller's (nothing applied: ZKR_ENONODE, ZKR_EEXISTS,
+ * ZKR_EBADVERSION, ZKR_ENOAUTH, ...); ZKR_EDEADLK; ZKR_EINVAL; ZKR_ENOMEM.
+ * The outcome is unknown (it may or may not have been applied) after
+ * ZKR_ECONNLOSS (the connection dropped), ZKR_ETIMEDOUT (the deadline
+ * passed after it was sent), ZKR_ESESSIONLOST and ZKR_ECLOSED.
  */
 ZKR_EXTERN int zkr_mutex_guarded_multi(zkr_mutex *m, int count,
                                        const struct zoo_op *ops,
@@ -220,7 +228,8 @@ ZKR_EXTERN int zkr_mutex_guarded_multi(zkr_mutex *m, int count,
 /**
  * zkr_mutex_guarded_set - the common case of a guarded write: set the data
  * of @path (version -1 = any) only while we hold the lock. Returns as
- * zkr_mutex_guarded_multi().
+ * zkr_mutex_guarded_multi(), and ZKR_EBADPATH for an invalid @path,
+ * ZKR_EINVAL for @m NULL, @datalen < -1 or data NULL with @datalen > 0.
  */
 ZKR_EXTERN int zkr_mutex_guarded_set(zkr_mutex *m, const char *path,
                                      const char *data, int datalen, int version,
@@ -243,9 +252,11 @@ typedef struct zkr_participant {
  * (zkr's, Curator's and kazoo's nodes alike; other children are left out).
  * @out: receives an array to free with zkr_participants_free(); @count its
  * length. A node that goes away while being read is left out.
+ * Every child whose name ends in a ZooKeeper sequence number counts.
  * Returns ZKR_OK (an empty queue, or a path that does not exist, gives
- * @count 0); ZKR_EBADPATH; ZKR_EINVAL; ZKR_ECLOSED; ZKR_ETIMEDOUT (after
- * @timeout_ms); ZKR_ENOAUTH; ZKR_EDEADLK; ZKR_ENOMEM.
+ * @count 0); ZKR_EBADPATH; ZKR_EINVAL; ZKR_ECLOSED; ZKR_ESESSIONLOST;
+ * ZKR_ETIMEDOUT (after @timeout_ms); ZKR_ENOAUTH; ZKR_EZK; ZKR_EDEADLK;
+ * ZKR_ENOMEM.
  */
 ZKR_EXTERN int zkr_mutex_participants(zkr_session *s, const char *path,
                                       int64_t timeout_ms, zkr_participant **out,
