@@ -375,6 +375,14 @@ static void step_create(zkr__queue *q);
 static void step_list(zkr__queue *q);
 static void step_watch(zkr__queue *q);
 static void step_adopt(zkr__queue *q);
+static void step_probe(zkr__queue *q);
+
+/* A reply that means "not now": the connection or the ZooKeeper session
+ * went away; the step is repeated once the session is connected again. */
+static int gone_for_now(int rc) {
+  return zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+         rc == ZINVALIDSTATE;
+}
 
 /* Under mu: a step could not be sent or its reply was lost; continue when
  * the session is connected again (state hook). */
@@ -394,6 +402,37 @@ static zhandle_t *get_zh(zkr__queue *q, uint64_t *gen) {
   else
     finish(q, rc);
   return NULL;
+}
+
+/* Under mu: the handle and a context for one request; NULL if no request
+ * may go now (the attempt pauses or ends). Release the handle with
+ * zkr__session_put_zh() right after sending. */
+static struct qctx *begin_request(zkr__queue *q, zhandle_t **zh) {
+  uint64_t gen;
+  *zh = get_zh(q, &gen);
+  if (!*zh)
+    return NULL;
+  struct qctx *c = ctx_new(q);
+  if (!c) {
+    zkr__session_put_zh(q->s);
+    finish(q, ZKR_ENOMEM);
+    return NULL;
+  }
+  c->gen = gen;
+  return c;
+}
+
+/* Under mu: after sending; a request that could not be sent pauses the
+ * attempt (disconnected) or ends it. */
+static void end_request(zkr__queue *q, struct qctx *c, int rc) {
+  if (rc == ZOK)
+    return;
+  q->refs--;
+  free(c);
+  if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+    pause_for_connection(q);
+  else
+    finish(q, zkr__from_zk(rc));
 }
 
 static void create_cb(int rc, const char *value, const struct Stat *stat,
@@ -526,8 +565,7 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
       clear_node(q);
       q->phase = Q_CREATING;
       step_create(q);
-    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-               rc == ZINVALIDSTATE) {
+    } else if (gone_for_now(rc)) {
       q->create_unknown = 1; /* look again after reconnecting */
       clear_node(q);
       q->phase = Q_CREATING;
@@ -543,32 +581,20 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
 
 /* Under mu: read the stat of a node found by our prefix. */
 static void step_adopt(zkr__queue *q) {
-  uint64_t gen;
-  zhandle_t *zh = get_zh(q, &gen);
-  if (!zh)
+  zhandle_t *zh;
+  struct qctx *c = begin_request(q, &zh);
+  if (!c)
     return;
-  struct qctx *c = ctx_new(q);
-  if (!c) {
-    zkr__session_put_zh(q->s);
-    finish(q, ZKR_ENOMEM);
-    return;
-  }
-  c->gen = gen;
   q->adopting = 1;
   int rc = zoo_aexists(zh, q->node_path, 0, adopt_cb, c);
   zkr__session_put_zh(q->s);
   if (rc != ZOK) {
-    q->refs--;
-    free(c);
     q->adopting = 0;
-    q->create_unknown = 1;
+    q->create_unknown = 1; /* look for it again */
     clear_node(q);
     q->phase = Q_CREATING;
-    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
-      pause_for_connection(q);
-    else
-      finish(q, zkr__from_zk(rc));
   }
+  end_request(q, c, rc);
 }
 
 static int pred_cmp(const void *a, const void *b) {
@@ -665,8 +691,7 @@ static void list_cb(int rc, const struct String_vector *names,
       q->phase = Q_CREATING; /* parent gone: so is our node */
       clear_node(q);
       step_create(q);
-    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-               rc == ZINVALIDSTATE)
+    } else if (gone_for_now(rc))
       pause_for_connection(q);
     else
       finish(q, zkr__from_zk(rc));
@@ -677,29 +702,14 @@ static void list_cb(int rc, const struct String_vector *names,
 }
 
 static void step_list(zkr__queue *q) {
-  uint64_t gen;
-  zhandle_t *zh = get_zh(q, &gen);
-  if (!zh)
+  zhandle_t *zh;
+  struct qctx *c = begin_request(q, &zh);
+  if (!c)
     return;
-  struct qctx *c = ctx_new(q);
-  if (!c) {
-    zkr__session_put_zh(q->s);
-    finish(q, ZKR_ENOMEM);
-    return;
-  }
   int rc = zoo_aget_children(zh, q->parent, 0, list_cb, c);
   zkr__session_put_zh(q->s);
-  if (rc != ZOK) {
-    q->refs--;
-    free(c);
-    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
-      pause_for_connection(q);
-    else
-      finish(q, zkr__from_zk(rc));
-  }
+  end_request(q, c, rc);
 }
-
-static void step_probe(zkr__queue *q);
 
 /* Under mu: the blockers in the list may have gone; find the nearest that
  * is still there (or hold). */
@@ -762,8 +772,7 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
        * this one is dropped. */
       drop_watch(q, 1);
       pred_gone(q);
-    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-               rc == ZINVALIDSTATE) {
+    } else if (gone_for_now(rc)) {
       pause_for_connection(q);
     } else {
       finish(q, zkr__from_zk(rc));
@@ -792,8 +801,7 @@ static void probe_cb(int rc, const void *data) {
     if (rc == ZOK) {
       /* cannot happen (the last op always fails); be safe: look again */
       step_watch(q);
-    } else if (zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-               rc == ZINVALIDSTATE) {
+    } else if (gone_for_now(rc)) {
       pause_for_connection(q);
     } else {
       /* Ops before the first failure report ZOK: those blockers are gone. */
