@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# On a three-server ensemble, 10 processes contend for one lock while the
+# leader is killed, and later a follower: no two holders ever, every
+# acquisition completes or reports an error, no node left at the end.
+# Runs under test/with-zk.
+set -u
+builddir=${abs_top_builddir:-.}
+worker="$builddir/test/lockworker"
+skip() {
+  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! $*"; exit 1; fi
+  echo "1..0 # SKIP $*"; exit 0
+}
+[ -x "$worker" ] || skip "test/lockworker not built"
+[ -n "${ZKR_SANDBOX:-}" ] || skip "not run under test/with-zk"
+[ -r /usr/share/java/zookeeper.jar ] || skip "Debian's zookeeper is not installed"
+hosts=$("$ZKR_SANDBOX" start --servers 3) || { echo "Bail out! ensemble did not start"; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+n=0
+ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+echo "1..8"
+path="/zkr-test/t-mutex-ensemble-$$/lock"
+N=10 ITER=60
+run_round() { # run_round NAME FAULT-COMMAND
+  local name=$1; shift
+  : > "$tmp/$name.log"
+  local ps=()
+  for i in $(seq 1 $N); do
+    "$worker" --servers "$hosts" --path "$path" --iterations $ITER --hold-ms 10 \
+      --session-ms 8000 --timeout-ms 20000 --log "$tmp/$name.log" \
+      --resource "$tmp/$name.res" 2>>"$tmp/$name.err" &
+    ps+=($!); pids+=($!)
+  done
+  sleep 1.5
+  local before
+  before=$(grep -c '^ACQ' "$tmp/$name.log")
+  "$@"
+  local fail=0 overlap=0 errs=0
+  for p in "${ps[@]}"; do
+    wait "$p"; st=$?
+    [ $st -eq 3 ] && overlap=1
+    [ $st -ne 0 ] && [ $st -ne 1 ] && [ $st -ne 3 ] && fail=1
+    [ $st -eq 1 ] && errs=$((errs + 1))
+  done
+  local acq
+  acq=$(grep -c '^ACQ' "$tmp/$name.log")
+  [ $overlap -eq 0 ] &&
+    awk '{if ($1=="ACQ") {if (h) bad=1; h=$2} else if ($1=="REL") {if (h!=$2) bad=1; h=""}} END{exit bad}' "$tmp/$name.log"
+  ok $? "$name: never two holders ($acq acquisitions, $before of them before the fault)"
+  [ $fail -eq 0 ]
+  ok $? "$name: every process finished its acquisitions or reported an error ($errs reported one)"
+  if [ $errs -gt 0 ]; then sed 's/^/# /' "$tmp/$name.err" | sort | uniq -c | head -5; fi
+}
+kill_leader() {
+  L=$("$ZKR_SANDBOX" leader)
+  "$ZKR_SANDBOX" kill "$L" >/dev/null
+  echo "# killed leader $L"
+  sleep 3
+  "$ZKR_SANDBOX" start-server "$L" >/dev/null
+}
+kill_follower() {
+  L=$("$ZKR_SANDBOX" leader)
+  F=1; [ "$L" = 1 ] && F=2
+  "$ZKR_SANDBOX" kill "$F" >/dev/null
+  echo "# killed follower $F"
+  sleep 3
+  "$ZKR_SANDBOX" start-server "$F" >/dev/null
+}
+run_round leader kill_leader
+run_round follower kill_follower
+"$ZKR_SANDBOX" wait-ready >/dev/null 2>&1
+ok $? "the ensemble serves again"
+left=$(/usr/bin/python3 - "$hosts" "$path" <<'PY' 2>/dev/null
+import sys, time
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+# workers that reported an error may leave a node until their session ends
+deadline = time.time() + 20
+while True:
+    n = len(zk.get_children(sys.argv[2])) if zk.exists(sys.argv[2]) else 0
+    if n == 0 or time.time() > deadline:
+        break
+    time.sleep(0.2)
+print(n); zk.stop()
+PY
+)
+[ "$left" = 0 ]
+ok $? "no node left under the lock ($left)"
+/usr/bin/python3 - "$hosts" "$path" <<'PY' >/dev/null 2>&1
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+zk.create(sys.argv[2] + "/probe-x", b"")
+zk.delete(sys.argv[2] + "/probe-x")
+zk.stop()
+PY
+ok $? "the lock path is usable afterwards"
+st=$("$ZKR_SANDBOX" status | grep -c running)
+[ "$st" = 3 ]
+ok $? "all three servers running at the end"

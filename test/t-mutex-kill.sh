@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A holder killed with SIGKILL: the next waiter acquires once the session
+# expires. A holder SIGSTOPped past its session timeout and resumed: the
+# next waiter got the lock meanwhile, and the old holder learns LOST before
+# it touches the resource again. Runs under test/with-zk.
+set -u
+builddir=${abs_top_builddir:-.}
+worker="$builddir/test/lockworker"
+skip() {
+  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! $*"; exit 1; fi
+  echo "1..0 # SKIP $*"; exit 0
+}
+[ -x "$worker" ] || skip "test/lockworker not built"
+[ -n "${ZKR_SANDBOX:-}" ] || skip "not run under test/with-zk"
+[ -r /usr/share/java/zookeeper.jar ] || skip "Debian's zookeeper is not installed"
+hosts=$("$ZKR_SANDBOX" start) || { echo "Bail out! sandbox did not start"; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+n=0
+ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+wait_for() { # wait_for SECONDS CMD...
+  local end=$((SECONDS + $1)); shift
+  while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.05; done
+  return 1
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+echo "1..9"
+T=4000
+root="/zkr-test/t-mutex-kill-$$"
+
+# --- SIGKILL ---
+"$worker" --servers "$hosts" --path "$root/a" --hold-forever --session-ms $T \
+  --log "$tmp/a.log" >"$tmp/h1.out" 2>&1 &
+h1=$!; pids+=($h1)
+wait_for 20 grep -q '^HELD' "$tmp/h1.out"
+ok $? "holder process holds"
+"$worker" --servers "$hosts" --path "$root/a" --iterations 1 --hold-ms 1 \
+  --session-ms $T --log "$tmp/a.log" >"$tmp/w1.out" 2>&1 &
+w1=$!; pids+=($w1)
+sleep 0.5
+! grep -q "^ACQ $w1 " "$tmp/a.log"
+ok $? "the waiter waits while the holder lives"
+t0=$(now_ms)
+kill -9 $h1
+wait $w1; st=$?
+t1=$(now_ms)
+[ $st -eq 0 ] && grep -q "^ACQ $w1 " "$tmp/a.log"
+ok $? "after SIGKILL of the holder the waiter acquires ($((t1 - t0)) ms later, session timeout $T ms)"
+
+# --- SIGSTOP past the session timeout ---
+"$worker" --servers "$hosts" --path "$root/b" --hold-forever --session-ms $T \
+  --log "$tmp/b.log" >"$tmp/h2.out" 2>&1 &
+h2=$!; pids+=($h2)
+wait_for 20 grep -q '^HELD' "$tmp/h2.out"
+ok $? "second holder holds, touching the resource every 10 ms"
+"$worker" --servers "$hosts" --path "$root/b" --iterations 1 --hold-ms 1500 \
+  --session-ms $T --log "$tmp/b.log" >"$tmp/w2.out" 2>&1 &
+w2=$!; pids+=($w2)
+sleep 0.5
+kill -STOP $h2
+stopped=$(now_ms)
+wait_for 30 grep -q "^ACQ $w2 " "$tmp/b.log"
+ok $? "holder SIGSTOPped: the waiter acquires once the session expires ($(( $(now_ms) - stopped )) ms)"
+kill -CONT $h2
+wait $h2; st=$?
+[ $st -eq 75 ] && grep -q '^LOST' "$tmp/h2.out"
+ok $? "resumed, the old holder learns LOST (exit $st)"
+# After the pause the old holder must not have touched the resource: no
+# TOUCH line of it after the waiter's ACQ line in the shared log.
+awk -v h=$h2 -v w=$w2 '$1=="ACQ" && $2==w {seen=1} seen && $1=="TOUCH" && $2==h {bad=1} END {exit bad}' "$tmp/b.log"
+ok $? "it touched nothing after the new holder got the lock"
+wait $w2
+ok $? "the new holder finished normally"
+left=$(/usr/bin/python3 - "$hosts" "$root" <<'PY' 2>/dev/null
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)
+n = 0
+for c in ("a", "b"):
+    p = sys.argv[2] + "/" + c
+    if zk.exists(p):
+        n += len(zk.get_children(p))
+print(n); zk.stop()
+PY
+)
+[ "$left" = 0 ]
+ok $? "no node left ($left)"

@@ -1,0 +1,504 @@
+/* The mutex against a real standalone server: API behaviour, bad input,
+ * time-outs and cancellation leaving nothing behind, async acquisition,
+ * reentrancy, fencing tokens, guarded writes, expiry of a holder. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zkr-private.h"
+#include "zkt.h"
+
+static const char *hosts;
+static const char *root;
+static zkr_session *admin;
+
+static zkr_session *connect_s(int timeout_ms) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, timeout_ms);
+  int rc = zkr_session_new(&s, hosts, o);
+  zkr_session_opts_free(o);
+  if (rc != ZKR_OK)
+    tap_bail("connect: %s", zkr_strerror(rc));
+  return s;
+}
+
+static char *lockpath(const char *name) {
+  static char buf[8][512];
+  static int i;
+  char *b = buf[i++ % 8];
+  snprintf(b, 512, "%s/%s", root, name);
+  return b;
+}
+
+/* Children of @path (-1 if it does not exist). */
+static int nchildren(const char *path) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  int rc = zkr__zk_children(admin, path, zkr__deadline(5000), &r);
+  int n = rc == ZKR_OK ? r.names.count : -1;
+  zkr__result_clear(&r);
+  return n;
+}
+
+static int bg_idle(void *arg) {
+  return zkr__session_bg_pending(arg) == 0;
+}
+
+/* Wait for a session's background deletions, then count the nodes. */
+static int settled_children(zkr_session *s, const char *path) {
+  zkt_wait_for(bg_idle, s, 10000);
+  return nchildren(path);
+}
+
+static int64_t watches(void) {
+  return zkt_mntr(1, "zk_watch_count");
+}
+
+struct canceller {
+  zkr_mutex *m;
+  int delay_ms;
+};
+static void *cancel_later(void *arg) {
+  struct canceller *c = arg;
+  usleep((useconds_t)c->delay_ms * 1000);
+  zkr_mutex_cancel(c->m);
+  return NULL;
+}
+
+static void test_bad_input(zkr_session *s) {
+  zkr_mutex *m = (zkr_mutex *)0x1;
+  static const char *bad[] = {"relative",     "//",      "/a//b", "/a/",
+                              "/a/./b",       "/a/../b", "/",     "/zookeeper",
+                              "/zookeeper/x", "/a\nb",   "",      "/a\x01"};
+  int before = nchildren(root);
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    is(zkr_mutex_new(&m, s, bad[i], NULL), ZKR_EBADPATH,
+       "lock path #%zu refused", i);
+  char longp[1100];
+  longp[0] = '/';
+  memset(longp + 1, 'x', sizeof longp - 2);
+  longp[sizeof longp - 1] = '\0';
+  is(zkr_mutex_new(&m, s, longp, NULL), ZKR_EBADPATH, "over-long path refused");
+  is(zkr_mutex_new(&m, s, NULL, NULL), ZKR_EBADPATH, "NULL path refused");
+  is(zkr_mutex_new(&m, NULL, "/a", NULL), ZKR_EINVAL, "NULL session");
+  is(zkr_mutex_new(NULL, s, "/a", NULL), ZKR_EINVAL, "NULL out");
+  ok(m == (zkr_mutex *)0x1, "*out untouched");
+  zkr_mutex_opts *o = NULL;
+  zkr_mutex_opts_new(&o);
+  is(zkr_mutex_opts_set_id(o, ""), ZKR_EINVAL, "empty id refused");
+  is(zkr_mutex_opts_set_id(o, NULL), ZKR_EINVAL, "NULL id refused");
+  is(zkr_mutex_opts_set_id(o, "a\nb"), ZKR_EINVAL, "control char refused");
+  char longid[300];
+  memset(longid, 'i', sizeof longid - 1);
+  longid[sizeof longid - 1] = '\0';
+  is(zkr_mutex_opts_set_id(o, longid), ZKR_EINVAL, "over-long id refused");
+  zkr_mutex_opts_free(o);
+  is(zkr_mutex_acquire(NULL, 0), ZKR_EINVAL, "acquire(NULL)");
+  is(zkr_mutex_release(NULL), ZKR_EINVAL, "release(NULL)");
+  is(zkr_mutex_cancel(NULL), ZKR_EINVAL, "cancel(NULL)");
+  is(zkr_mutex_acquire_async(NULL, 0, NULL, NULL), ZKR_EINVAL,
+     "acquire_async(NULL)");
+  ok(!zkr_mutex_is_held(NULL) && zkr_mutex_fencing_token(NULL) == 0 &&
+         zkr_mutex_hold_count(NULL) == 0,
+     "queries on NULL");
+  zkr_mutex_free(NULL);
+  is(nchildren(root), before, "nothing was created on the server");
+
+  zkr_mutex *ok_m = NULL;
+  is(zkr_mutex_new(&ok_m, s, lockpath("never-used"), NULL), ZKR_OK,
+     "a valid mutex");
+  is(zkr_mutex_release(ok_m), ZKR_ENOTHELD, "release when not held");
+  is(zkr_mutex_cancel(ok_m), ZKR_EINVAL, "cancel with nothing pending");
+  is(zkr_mutex_acquire_async(ok_m, 0, NULL, NULL), ZKR_EINVAL,
+     "acquire_async without a callback");
+  char buf[64];
+  is(zkr_mutex_node(ok_m, buf, sizeof buf), ZKR_ENOTHELD, "node: not held");
+  zkr_mutex_free(ok_m);
+  is(nchildren(lockpath("never-used")), -1,
+     "a mutex sends nothing before it is used");
+}
+
+static void test_basic(zkr_session *s) {
+  const char *path = lockpath("basic");
+  zkr_mutex_opts *o = NULL;
+  zkr_mutex_opts_new(&o);
+  zkr_mutex_opts_set_id(o, "job-7");
+  zkr_mutex *a = NULL, *b = NULL;
+  is(zkr_mutex_new(&a, s, path, o), ZKR_OK, "mutex a");
+  zkr_mutex_opts_free(o);
+  is(zkr_mutex_new(&b, s, path, NULL), ZKR_OK, "mutex b, same session");
+  is(zkr_mutex_state(a), ZKR_LOCK_UNLOCKED, "UNLOCKED at first");
+  is(zkr_mutex_acquire(a, -1), ZKR_OK, "a acquires (parents created)");
+  ok(zkr_mutex_is_held(a), "a is held");
+  is(zkr_mutex_state(a), ZKR_LOCK_HELD, "state HELD");
+  is(zkr_mutex_hold_count(a), 1, "hold count 1");
+  int64_t t1 = zkr_mutex_fencing_token(a);
+  ok(t1 > 0, "fencing token %lld", (long long)t1);
+  char node[512];
+  is(zkr_mutex_node(a, node, sizeof node), ZKR_OK, "node path");
+  const char *base = strrchr(node, '/') + 1;
+  ok(strncmp(base, "_c_", 3) == 0 && strlen(base) == 3 + 36 + 1 + 5 + 10 &&
+         strstr(base, "-lock-") == base + 3 + 36,
+     "Curator's naming: %s", base);
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  is(zkr__zk_get(admin, node, zkr__deadline(5000), &r), ZKR_OK, "read node");
+  ok(r.data && strstr(r.data, "host=") && strstr(r.data, " pid=") &&
+         strstr(r.data, " id=job-7"),
+     "node data identifies the contender: %s", r.data ? r.data : "");
+  ok(r.stat.ephemeralOwner == zkr_session_id(s) && r.stat.czxid == t1,
+     "ephemeral, ours, czxid = token");
+  zkr__result_clear(&r);
+  is(zkr_mutex_acquire(a, -1), ZKR_EBUSY, "a plain mutex is not reentrant");
+
+  is(zkr_mutex_acquire(b, 0), ZKR_EWOULDBLOCK,
+     "b on the same session: try-lock fails (they exclude each other)");
+  is(settled_children(s, path), 1, "try-lock left no node");
+  int64_t t0 = zkt_now_ms();
+  is(zkr_mutex_acquire(b, 300), ZKR_ETIMEDOUT, "b times out");
+  int64_t took = zkt_now_ms() - t0;
+  ok(took >= 250, "after its deadline (%lld ms)", (long long)took);
+  is(settled_children(s, path), 1, "time-out left no node");
+
+  zkr_participant *p = NULL;
+  size_t n = 0;
+  is(zkr_mutex_participants(s, path, 5000, &p, &n), ZKR_OK, "participants");
+  ok(n == 1 && p[0].is_holder && p[0].session_id == zkr_session_id(s) &&
+         p[0].czxid == t1 && strstr(p[0].data, "id=job-7"),
+     "one participant, the holder");
+  zkr_participants_free(p, n);
+
+  is(zkr_mutex_release(a), ZKR_OK, "a releases");
+  ok(!zkr_mutex_is_held(a) && zkr_mutex_state(a) == ZKR_LOCK_UNLOCKED,
+     "a not held");
+  is(zkr_mutex_release(a), ZKR_ENOTHELD, "a second release: ZKR_ENOTHELD");
+  is(zkr_mutex_acquire(b, 0), ZKR_OK, "b acquires with try-lock");
+  int64_t t2 = zkr_mutex_fencing_token(b);
+  ok(t2 > t1, "a later acquisition has a larger token (%lld > %lld)",
+     (long long)t2, (long long)t1);
+  is(zkr_mutex_release(b), ZKR_OK, "b releases");
+  is(settled_children(s, path), 0, "no node left");
+  zkr_mutex_free(a);
+  zkr_mutex_free(b);
+}
+
+static void test_cancel_timeout_watches(zkr_session *s) {
+  const char *path = lockpath("cancel");
+  zkr_session *s2 = connect_s(10000);
+  zkr_mutex *h = NULL, *w = NULL;
+  zkr_mutex_new(&h, s, path, NULL);
+  zkr_mutex_new(&w, s2, path, NULL);
+  is(zkr_mutex_acquire(h, -1), ZKR_OK, "holder acquires");
+  int64_t base = watches();
+  ok(base >= 0, "server watch count %lld", (long long)base);
+
+  struct canceller c = {w, 300};
+  pthread_t th;
+  pthread_create(&th, NULL, cancel_later, &c);
+  is(zkr_mutex_acquire(w, -1), ZKR_ECANCELED,
+     "a waiter cancelled from another thread");
+  pthread_join(th, NULL);
+  is(settled_children(s2, path), 1, "cancellation left no node");
+  usleep(100000);
+  is(watches(), base, "and no watch on the server");
+  is(zkt_watches_of(1, zkr_session_id(s2), NULL, 0), 0,
+     "wchc lists no watch of the waiter's session");
+
+  is(zkr_mutex_acquire(w, 400), ZKR_ETIMEDOUT, "a waiter times out");
+  is(settled_children(s2, path), 1, "time-out left no node");
+  usleep(100000);
+  is(watches(), base, "and no watch");
+
+  /* The holder releases after the cancelled waiter left: the waiter
+   * must not get the lock. */
+  is(zkr_mutex_release(h), ZKR_OK, "holder releases");
+  usleep(200000);
+  ok(!zkr_mutex_is_held(w), "the cancelled waiter was never granted it");
+  is(zkr_mutex_state(w), ZKR_LOCK_UNLOCKED, "it stays UNLOCKED");
+  zkr_mutex_free(h);
+  zkr_mutex_free(w);
+  zkr_session_close(s2);
+}
+
+/* ---- async ---- */
+struct asy {
+  pthread_mutex_t mu;
+  int calls;
+  int rc;
+  int deadlk;
+  pthread_t thread;
+};
+
+static void on_acquired(zkr_mutex *m, int rc, void *ud) {
+  struct asy *a = ud;
+  int d = zkr_mutex_acquire(m, 10); /* blocking from a callback */
+  pthread_mutex_lock(&a->mu);
+  a->calls++;
+  a->rc = rc;
+  a->deadlk = d;
+  a->thread = pthread_self();
+  pthread_mutex_unlock(&a->mu);
+}
+
+static int asy_called(void *arg) {
+  struct asy *a = arg;
+  pthread_mutex_lock(&a->mu);
+  int c = a->calls;
+  pthread_mutex_unlock(&a->mu);
+  return c > 0;
+}
+
+static void test_async(zkr_session *s) {
+  const char *path = lockpath("async");
+  zkr_mutex *h = NULL, *w = NULL;
+  zkr_mutex_new(&h, s, path, NULL);
+  zkr_mutex_new(&w, s, path, NULL);
+  zkr_mutex_acquire(h, -1);
+  struct asy a;
+  memset(&a, 0, sizeof a);
+  pthread_mutex_init(&a.mu, NULL);
+  is(zkr_mutex_acquire_async(w, -1, on_acquired, &a), ZKR_OK,
+     "async acquisition started");
+  is(zkr_mutex_acquire_async(w, -1, on_acquired, &a), ZKR_EBUSY,
+     "a second one on the same object: ZKR_EBUSY");
+  usleep(200000);
+  ok(!asy_called(&a), "not called while held by another");
+  zkr_mutex_release(h);
+  ok(zkt_wait_for(asy_called, &a, 5000), "callback after the release");
+  is(a.rc, ZKR_OK, "with ZKR_OK");
+  is(a.calls, 1, "exactly once");
+  ok(!pthread_equal(a.thread, pthread_self()), "on another thread");
+  is(a.deadlk, ZKR_EDEADLK, "blocking acquire from the callback: EDEADLK");
+  ok(zkr_mutex_is_held(w), "held");
+  zkr_mutex_release(w);
+
+  /* async with a deadline, and an async acquisition cancelled: the
+   * callback runs once with the error */
+  zkr_mutex_acquire(h, -1);
+  memset(&a, 0, sizeof a);
+  pthread_mutex_init(&a.mu, NULL);
+  zkr_mutex_acquire_async(w, 200, on_acquired, &a);
+  ok(zkt_wait_for(asy_called, &a, 5000), "async time-out reported");
+  is(a.rc, ZKR_ETIMEDOUT, "ZKR_ETIMEDOUT");
+  memset(&a, 0, sizeof a);
+  pthread_mutex_init(&a.mu, NULL);
+  zkr_mutex_acquire_async(w, -1, on_acquired, &a);
+  usleep(100000);
+  is(zkr_mutex_cancel(w), ZKR_OK, "cancel the async acquisition");
+  ok(zkt_wait_for(asy_called, &a, 5000), "callback ran");
+  is(a.rc, ZKR_ECANCELED, "with ZKR_ECANCELED");
+  zkr_mutex_release(h);
+  usleep(200000);
+  is(a.calls, 1, "and never again");
+  ok(!zkr_mutex_is_held(w), "not granted after cancellation");
+
+  /* free with an async acquisition pending: no callback afterwards */
+  zkr_mutex_acquire(h, -1);
+  memset(&a, 0, sizeof a);
+  pthread_mutex_init(&a.mu, NULL);
+  zkr_mutex_acquire_async(w, -1, on_acquired, &a);
+  usleep(100000);
+  zkr_mutex_free(w);
+  zkr_mutex_release(h);
+  usleep(300000);
+  is(a.calls, 0, "freed while pending: the callback never runs");
+  is(settled_children(s, path), 0, "and its node is gone");
+  zkr_mutex_free(h);
+}
+
+/* ---- reentrancy ---- */
+struct other {
+  zkr_mutex *m;
+  int acq_rc, rel_rc;
+};
+static void *other_thread(void *arg) {
+  struct other *o = arg;
+  o->acq_rc = zkr_mutex_acquire(o->m, 0);
+  o->rel_rc = zkr_mutex_release(o->m);
+  return NULL;
+}
+
+static void test_reentrant(zkr_session *s) {
+  const char *path = lockpath("reentrant");
+  zkr_mutex_opts *o = NULL;
+  zkr_mutex_opts_new(&o);
+  zkr_mutex_opts_set_reentrant(o, 1);
+  zkr_mutex *m = NULL;
+  zkr_mutex_new(&m, s, path, o);
+  zkr_mutex_opts_free(o);
+  is(zkr_mutex_acquire(m, -1), ZKR_OK, "reentrant: first acquire");
+  int64_t t = zkr_mutex_fencing_token(m);
+  is(zkr_mutex_acquire(m, -1), ZKR_OK, "second acquire by the same thread");
+  is(zkr_mutex_acquire(m, 0), ZKR_OK, "third (try-lock)");
+  is(zkr_mutex_hold_count(m), 3, "hold count 3");
+  is(zkr_mutex_fencing_token(m), t, "same node, same token");
+  is(nchildren(path), 1, "one node");
+  struct other ot = {m, 0, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, other_thread, &ot);
+  pthread_join(th, NULL);
+  is(ot.acq_rc, ZKR_EBUSY, "another thread cannot reenter");
+  is(ot.rel_rc, ZKR_EBUSY, "nor release");
+  is(zkr_mutex_release(m), ZKR_OK, "release 1");
+  is(zkr_mutex_release(m), ZKR_OK, "release 2");
+  ok(zkr_mutex_is_held(m) && zkr_mutex_hold_count(m) == 1, "still held once");
+  is(zkr_mutex_release(m), ZKR_OK, "release 3");
+  ok(!zkr_mutex_is_held(m) && zkr_mutex_hold_count(m) == 0, "released");
+  is(settled_children(s, path), 0, "node gone");
+  zkr_mutex_free(m);
+}
+
+/* ---- guarded writes and a holder whose session expires ---- */
+struct statelog {
+  pthread_mutex_t mu;
+  zkr_lock_state last;
+  int lost;
+};
+static void on_state(zkr_mutex *m, zkr_lock_state st, void *ud) {
+  struct statelog *l = ud;
+  (void)m;
+  pthread_mutex_lock(&l->mu);
+  l->last = st;
+  if (st == ZKR_LOCK_LOST)
+    l->lost++;
+  pthread_mutex_unlock(&l->mu);
+}
+static int lost_seen(void *arg) {
+  struct statelog *l = arg;
+  pthread_mutex_lock(&l->mu);
+  int v = l->lost;
+  pthread_mutex_unlock(&l->mu);
+  return v > 0;
+}
+
+static int held_by(void *arg) {
+  return zkr_mutex_is_held(arg);
+}
+
+static void test_guarded_and_expiry(void) {
+  const char *path = lockpath("guarded");
+  char res[512];
+  snprintf(res, sizeof res, "%s/resource", root);
+  zkr__zk_create(admin, res, "0", 1, 0, zkr__deadline(5000), NULL);
+  zkr_session *s1 = connect_s(6000), *s2 = connect_s(6000);
+  struct statelog log;
+  memset(&log, 0, sizeof log);
+  pthread_mutex_init(&log.mu, NULL);
+  zkr_mutex_opts *o = NULL;
+  zkr_mutex_opts_new(&o);
+  zkr_mutex_opts_set_state_fn(o, on_state, &log);
+  zkr_mutex *m1 = NULL, *m2 = NULL;
+  zkr_mutex_new(&m1, s1, path, o);
+  zkr_mutex_opts_free(o);
+  zkr_mutex_new(&m2, s2, path, NULL);
+  is(zkr_mutex_acquire(m1, -1), ZKR_OK, "holder 1 acquires");
+  is(zkr_mutex_guarded_set(m1, res, "1", 1, -1, 5000), ZKR_OK,
+     "guarded write while holding");
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_get(admin, res, zkr__deadline(5000), &r);
+  ok(r.data && strcmp(r.data, "1") == 0, "applied");
+  zkr__result_clear(&r);
+  is(zkr_mutex_guarded_set(m2, res, "x", 1, -1, 5000), ZKR_ENOTHELD,
+     "guarded write without the lock: refused, nothing sent");
+  is(zkr_mutex_guarded_set(m1, "/no-such-node-zkr", "x", 1, -1, 5000),
+     ZKR_ENONODE, "a failing op of the caller: its error");
+  ok(zkr_mutex_is_held(m1), "still held after a failed guarded write");
+
+  struct asy a2;
+  memset(&a2, 0, sizeof a2);
+  pthread_mutex_init(&a2.mu, NULL);
+  zkr_mutex_acquire_async(m2, -1, on_acquired, &a2);
+  is(zkt_expire(hosts, s1), 0, "holder 1's session expired");
+  ok(zkt_wait_for(lost_seen, &log, 15000), "LOST callback");
+  ok(!zkr_mutex_is_held(m1), "is_held() false");
+  is(zkr_mutex_state(m1), ZKR_LOCK_LOST, "state LOST");
+  ok(zkt_wait_for(held_by, m2, 15000), "the next waiter acquires");
+  is(zkr_mutex_guarded_set(m1, res, "2", 1, -1, 5000), ZKR_ENOTHELD,
+     "old holder's guarded write refused");
+  memset(&r, 0, sizeof r);
+  zkr__zk_get(admin, res, zkr__deadline(5000), &r);
+  ok(r.data && strcmp(r.data, "1") == 0, "the resource is untouched");
+  zkr__result_clear(&r);
+  is(zkr_mutex_release(m1), ZKR_ELOCKLOST, "releasing a lost lock says so");
+  is(zkr_mutex_release(m1), ZKR_ENOTHELD, "once");
+
+  /* A holder whose node is deleted by someone else: the guarded write
+   * finds out. */
+  char node[512];
+  zkr_mutex_node(m2, node, sizeof node);
+  is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
+     "admin deletes holder 2's node");
+  is(zkr_mutex_guarded_set(m2, res, "3", 1, -1, 5000), ZKR_ELOCKLOST,
+     "guarded write: ZKR_ELOCKLOST");
+  is(zkr_mutex_state(m2), ZKR_LOCK_LOST, "state LOST");
+  zkr_mutex_free(m1);
+  zkr_mutex_free(m2);
+  zkr_session_close(s1);
+  zkr_session_close(s2);
+  zkr__zk_delete(admin, res, -1, zkr__deadline(5000));
+}
+
+static void test_closed(void) {
+  zkr_session *s = connect_s(6000);
+  zkr_mutex *h = NULL, *w = NULL;
+  zkr_mutex_new(&h, admin, lockpath("closed"), NULL);
+  zkr_mutex_new(&w, s, lockpath("closed"), NULL);
+  zkr_mutex_acquire(h, -1);
+  struct asy a;
+  memset(&a, 0, sizeof a);
+  pthread_mutex_init(&a.mu, NULL);
+  zkr_mutex_acquire_async(w, -1, on_acquired, &a);
+  usleep(100000);
+  is(zkr_session_close(s), ZKR_OK,
+     "close the session with a mutex still waiting on it");
+  ok(zkt_wait_for(asy_called, &a, 5000), "the waiter is told");
+  is(a.rc, ZKR_ECLOSED, "ZKR_ECLOSED");
+  is(zkr_mutex_acquire(w, 0), ZKR_ECLOSED, "acquire on a closed session");
+  zkr_mutex_free(w); /* the session's memory goes with it */
+  zkr_mutex_release(h);
+  zkr_mutex_free(h);
+}
+
+int main(void) {
+  tap_init(300);
+  hosts = zkt_start(1);
+  root = zkt_root("t-mutex");
+  if (getenv("ZKR_TEST_LOG"))
+    zkr_set_log_hook(zkr_log_stderr, ZKR_LOG_INFO, NULL);
+  admin = connect_s(10000);
+  if (nchildren(root) >= 0)
+    tap_bail("%s exists already: refusing to run", root);
+  ok(zkr__zk_create_parents(admin, root, zkr__deadline(5000)) == ZKR_OK,
+     "private root %s", root);
+  zkr_session *s = connect_s(10000);
+  test_bad_input(s);
+  test_basic(s);
+  test_cancel_timeout_watches(s);
+  test_async(s);
+  test_reentrant(s);
+  test_guarded_and_expiry();
+  test_closed();
+  zkr_session_close(s);
+  /* the lock paths are containers: removed by the server once empty;
+   * remove them now so the root can go */
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  if (zkr__zk_children(admin, root, zkr__deadline(5000), &r) == ZKR_OK)
+    for (int i = 0; i < r.names.count; i++) {
+      char *p = zkr__path_join(root, r.names.data[i]);
+      zkr__zk_delete(admin, p, -1, zkr__deadline(5000));
+      free(p);
+    }
+  zkr__result_clear(&r);
+  is(zkr__zk_delete(admin, root, -1, zkr__deadline(5000)), ZKR_OK,
+     "private root removed (nothing left under it)");
+  zkr_session_close(admin);
+  return tap_done();
+}
