@@ -4,25 +4,8 @@
 # acquisition completes or reports an error, no node left at the end.
 # Runs under test/with-zk.
 set -u
-builddir=${abs_top_builddir:-.}
-worker="$builddir/test/lockworker"
-skip() {
-  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! $*"; exit 1; fi
-  echo "1..0 # SKIP $*"; exit 0
-}
-[ -x "$worker" ] || skip "test/lockworker not built"
-[ -n "${ZKR_SANDBOX:-}" ] || skip "not run under test/with-zk"
-[ -r /usr/share/java/zookeeper.jar ] || skip "Debian's zookeeper is not installed"
-hosts=$("$ZKR_SANDBOX" start --servers 3) || { echo "Bail out! ensemble did not start"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-n=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+zkt_start --servers 3
 echo "1..8"
 path="/zkr-test/t-mutex-ensemble-$$/lock"
 N=10 ITER=60
@@ -75,20 +58,7 @@ run_round leader kill_leader
 run_round follower kill_follower
 "$ZKR_SANDBOX" wait-ready >/dev/null 2>&1
 ok $? "the ensemble serves again"
-left=$(/usr/bin/python3 - "$hosts" "$path" <<'PY' 2>/dev/null
-import sys, time
-from kazoo.client import KazooClient
-zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
-# workers that reported an error may leave a node until their session ends
-deadline = time.time() + 20
-while True:
-    n = len(zk.get_children(sys.argv[2])) if zk.exists(sys.argv[2]) else 0
-    if n == 0 or time.time() > deadline:
-        break
-    time.sleep(0.2)
-print(n); zk.stop()
-PY
-)
+left=$(children "$path")
 [ "$left" = 0 ]
 ok $? "no node left under the lock ($left)"
 /usr/bin/python3 - "$hosts" "$path" <<'PY' >/dev/null 2>&1

@@ -4,30 +4,8 @@
 # next waiter got the lock meanwhile, and the old holder learns LOST before
 # it touches the resource again. Runs under test/with-zk.
 set -u
-builddir=${abs_top_builddir:-.}
-worker="$builddir/test/lockworker"
-skip() {
-  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! $*"; exit 1; fi
-  echo "1..0 # SKIP $*"; exit 0
-}
-[ -x "$worker" ] || skip "test/lockworker not built"
-[ -n "${ZKR_SANDBOX:-}" ] || skip "not run under test/with-zk"
-[ -r /usr/share/java/zookeeper.jar ] || skip "Debian's zookeeper is not installed"
-hosts=$("$ZKR_SANDBOX" start) || { echo "Bail out! sandbox did not start"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-n=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-wait_for() { # wait_for SECONDS CMD...
-  local end=$((SECONDS + $1)); shift
-  while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.05; done
-  return 1
-}
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+zkt_start
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 echo "1..9"
 T=4000
@@ -76,17 +54,6 @@ awk -v h=$h2 -v w=$w2 '$1=="ACQ" && $2==w {seen=1} seen && $1=="TOUCH" && $2==h 
 ok $? "it touched nothing after the new holder got the lock"
 wait $w2
 ok $? "the new holder finished normally"
-left=$(/usr/bin/python3 - "$hosts" "$root" <<'PY' 2>/dev/null
-import sys
-from kazoo.client import KazooClient
-zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)
-n = 0
-for c in ("a", "b"):
-    p = sys.argv[2] + "/" + c
-    if zk.exists(p):
-        n += len(zk.get_children(p))
-print(n); zk.stop()
-PY
-)
+left=$(children "$root/a" "$root/b")
 [ "$left" = 0 ]
 ok $? "no node left ($left)"

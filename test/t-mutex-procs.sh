@@ -4,23 +4,8 @@
 # and FIFO (acquisitions in the order of node creation: increasing
 # sequence numbers). Runs under test/with-zk.
 set -u
-builddir=${abs_top_builddir:-.}
-worker="$builddir/test/lockworker"
-skip() {
-  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! $*"; exit 1; fi
-  echo "1..0 # SKIP $*"; exit 0
-}
-[ -x "$worker" ] || skip "test/lockworker not built"
-[ -n "${ZKR_SANDBOX:-}" ] || skip "not run under test/with-zk"
-[ -r /usr/share/java/zookeeper.jar ] || skip "Debian's zookeeper is not installed"
-hosts=$("$ZKR_SANDBOX" start) || { echo "Bail out! sandbox did not start"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+zkt_start
 N=20 ITER=5
 path="/zkr-test/t-mutex-procs-$$/lock"
 echo "1..6"
@@ -58,13 +43,6 @@ if awk '$1=="ACQ" {if (NR>1 && $3<=last) {print "# seq " $3 " after " last; bad=
 else
   echo "not ok 5 - not FIFO"
 fi
-left=$(/usr/bin/python3 - "$hosts" "$path" <<'PY' 2>/dev/null
-import sys
-from kazoo.client import KazooClient
-zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)
-print(len(zk.get_children(sys.argv[2])) if zk.exists(sys.argv[2]) else 0)
-zk.stop()
-PY
-)
+left=$(children "$path")
 [ "$left" = 0 ] && echo "ok 6 - no node left under the lock" ||
   echo "not ok 6 - nodes left: '$left'"
