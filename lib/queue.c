@@ -377,6 +377,22 @@ static void step_watch(zkr__queue *q);
 static void step_adopt(zkr__queue *q);
 static void step_probe(zkr__queue *q);
 
+/* Under mu: leave the queue position (our node is gone or not ours) and
+ * queue again with a new create. */
+static void requeue(zkr__queue *q) {
+  clear_node(q);
+  clear_preds(q);
+  q->phase = Q_CREATING;
+  step_create(q);
+}
+
+/* End of every request callback: under mu on entry. */
+static void callback_exit(zkr__queue *q, struct qctx *c) {
+  pthread_mutex_unlock(&q->mu);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
 /* A reply that means "not now": the connection or the ZooKeeper session
  * went away; the step is repeated once the session is connected again. */
 static int gone_for_now(int rc) {
@@ -507,9 +523,7 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
     q->create_unknown = 0;
     finish(q, zkr__from_zk(rc));
   }
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
+  callback_exit(q, c);
 }
 
 static void step_create(zkr__queue *q) {
@@ -562,9 +576,7 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
                "%s: found by prefix but not owned by this "
                "session; not adopted",
                q->node_path);
-      clear_node(q);
-      q->phase = Q_CREATING;
-      step_create(q);
+      requeue(q);
     } else if (gone_for_now(rc)) {
       q->create_unknown = 1; /* look again after reconnecting */
       clear_node(q);
@@ -574,9 +586,7 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
       finish(q, zkr__from_zk(rc));
     }
   }
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
+  callback_exit(q, c);
 }
 
 /* Under mu: read the stat of a node found by our prefix. */
@@ -658,11 +668,7 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
     q->npreds++;
   }
   if (!have_self) {
-    /* Our node is gone (deleted by someone): queue again. */
-    clear_node(q);
-    clear_preds(q);
-    q->phase = Q_CREATING;
-    step_create(q);
+    requeue(q); /* our node is gone (deleted by someone) */
     return;
   }
   qsort(q->preds, (size_t)q->npreds, sizeof *q->preds, pred_cmp);
@@ -688,17 +694,13 @@ static void list_cb(int rc, const struct String_vector *names,
     if (rc == ZOK)
       evaluate(q, names);
     else if (rc == ZNONODE) {
-      q->phase = Q_CREATING; /* parent gone: so is our node */
-      clear_node(q);
-      step_create(q);
+      requeue(q); /* parent gone: so is our node */
     } else if (gone_for_now(rc))
       pause_for_connection(q);
     else
       finish(q, zkr__from_zk(rc));
   }
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
+  callback_exit(q, c);
 }
 
 static void step_list(zkr__queue *q) {
@@ -751,9 +753,7 @@ static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
     else
       check_remaining(q); /* changed, or anything else: look again */
   }
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
+  callback_exit(q, c);
 }
 
 static void exists_cb(int rc, const struct Stat *stat, const void *data) {
@@ -778,9 +778,7 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
       finish(q, zkr__from_zk(rc));
     }
   }
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
+  callback_exit(q, c);
 }
 
 #define PROBE_MAX 256
@@ -995,9 +993,7 @@ static void verify_cb(int rc, const struct Stat *stat, const void *data) {
     }
     /* other errors: stays SUSPECT until the next event */
   }
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
+  callback_exit(q, c);
 }
 
 static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
