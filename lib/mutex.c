@@ -12,6 +12,7 @@
 
 struct zkr_mutex_opts {
   int reentrant;
+  int watch_node;
   char *id;
   zkr_lock_state_fn state_fn;
   void *state_ud;
@@ -59,6 +60,13 @@ void zkr_mutex_opts_free(zkr_mutex_opts *opts) {
     return;
   free(opts->id);
   free(opts);
+}
+
+int zkr_mutex_opts_set_watch_node(zkr_mutex_opts *opts, int on) {
+  if (!opts)
+    return ZKR_EINVAL;
+  opts->watch_node = on != 0;
+  return ZKR_OK;
 }
 
 int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts, int reentrant) {
@@ -157,6 +165,7 @@ int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
   }
   if (opts) {
     m->reentrant = opts->reentrant;
+    zkr__queue_set_watch_held(m->q, opts->watch_node);
     m->state_fn = opts->state_fn;
     m->state_ud = opts->state_ud;
   }

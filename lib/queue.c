@@ -102,7 +102,8 @@ struct zkr__queue {
   int finished;
 
   /* once held */
-  int count; /* hold count (reentrancy) */
+  int count;      /* hold count (reentrancy) */
+  int watch_held; /* watch our own node while held (opt-in) */
   zkr__qstate lstate;
   zkr__queue_state_fn state_fn;
   void *state_ud;
@@ -326,6 +327,8 @@ static void abandon(zkr__queue *q) {
   q->create_unknown = 0;
 }
 
+static void arm_held_watch(zkr__queue *q);
+
 /* Under mu: the attempt ends with @rc. */
 static void finish(zkr__queue *q, int rc) {
   cancel_timer(q);
@@ -336,6 +339,7 @@ static void finish(zkr__queue *q, int rc) {
     q->phase = Q_HELD;
     q->count = 1;
     set_lstate(q, ZKR__Q_HELD);
+    arm_held_watch(q);
   } else {
     abandon(q);
     q->phase = Q_IDLE;
@@ -968,11 +972,95 @@ static void resume(zkr__queue *q) {
 /* Under mu: a held lock is lost (session gone, or the node deleted). The
  * object is idle again; release() reports ZKR_ELOCKLOST once. */
 static void lose(zkr__queue *q) {
+  drop_watch(q, 0);
   clear_node(q);
   q->phase = Q_IDLE;
   q->count = 0;
   q->attempt++;
   set_lstate(q, ZKR__Q_LOST);
+}
+
+/* ------------------------------------------------------------------ */
+/* watching our own node while held (opt-in: one request per acquisition) */
+
+static void held_watch_cb(zkr_session *s, int type, const char *path,
+                          void *ctx) {
+  struct qctx *c = ctx;
+  zkr__queue *q = c->q;
+  (void)s;
+  (void)path;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_HELD &&
+      c->watch_id == q->watch_id) {
+    q->watch_id = 0; /* consumed */
+    q->watch_ctx = NULL;
+    free(q->watch_path);
+    q->watch_path = NULL;
+    if (type == ZOO_DELETED_EVENT)
+      lose(q); /* deleted by another client */
+    else
+      arm_held_watch(q); /* changed (e.g. a revocation request): again */
+  }
+  callback_exit(q, c);
+}
+
+static void held_exists_cb(int rc, const struct Stat *stat, const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  (void)stat;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  if (c->attempt == q->attempt && q->phase == Q_HELD &&
+      c->watch_id == q->watch_id && q->watch_id != 0) {
+    if (rc == ZNONODE) {
+      drop_watch(q, 1); /* exists() left a watch for its creation */
+      lose(q);
+    } else if (rc != ZOK) {
+      /* not set: set again once the connection is back (verify_cb) */
+      drop_watch(q, 0);
+    }
+  }
+  callback_exit(q, c);
+}
+
+/* Under mu: with watch_held, set an exists watch on our held node. */
+static void arm_held_watch(zkr__queue *q) {
+  if (!q->watch_held || q->phase != Q_HELD || q->watch_id || !q->node_path)
+    return;
+  uint64_t gen;
+  zhandle_t *zh;
+  if (zkr__session_get_zh(q->s, &zh, &gen) != ZKR_OK)
+    return; /* disconnected: verify_cb arms it after reconnecting */
+  char *path = zkr__strdup(q->node_path);
+  struct qctx *wc = path ? ctx_new(q) : NULL;
+  struct qctx *ec = wc ? ctx_new(q) : NULL;
+  uint64_t wid = 0;
+  if (!ec || zkr__watch_add(q->s, path, held_watch_cb, wc, &wid) != ZKR_OK) {
+    zkr__session_put_zh(q->s);
+    if (wc) {
+      q->refs--;
+      free(wc);
+    }
+    if (ec) {
+      q->refs--;
+      free(ec);
+    }
+    free(path);
+    return; /* out of memory: deletion is noticed as without the option */
+  }
+  wc->watch_id = wid;
+  ec->watch_id = wid;
+  q->watch_id = wid;
+  q->watch_ctx = wc;
+  q->watch_path = path;
+  int rc = zoo_aexists(zh, path, 1, held_exists_cb, ec);
+  zkr__session_put_zh(q->s);
+  if (rc != ZOK) {
+    q->refs--;
+    free(ec);
+    drop_watch(q, 0);
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -988,6 +1076,7 @@ static void verify_cb(int rc, const struct Stat *stat, const void *data) {
       q->lstate == ZKR__Q_SUSPECT) {
     if (rc == ZOK) {
       set_lstate(q, ZKR__Q_HELD);
+      arm_held_watch(q); /* if its request was lost with the connection */
     } else if (rc == ZNONODE) {
       lose(q); /* deleted under us */
     }
@@ -1124,6 +1213,7 @@ void zkr__queue_free(zkr__queue *q) {
   if (acquiring(q))
     finish(q, ZKR_ECANCELED);
   if (q->phase == Q_HELD) {
+    drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->node_path && q->lstate != ZKR__Q_LOST)
       zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
     clear_node(q);
@@ -1230,6 +1320,7 @@ int zkr__queue_release(zkr__queue *q) {
     if (q->lstate == ZKR__Q_LOST)
       q->lstate = ZKR__Q_UNLOCKED; /* reported once */
   } else {
+    drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->lstate == ZKR__Q_LOST)
       rc = ZKR_ELOCKLOST;
     else
@@ -1319,6 +1410,12 @@ int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
     q_unref(q);
   }
   return prc;
+}
+
+void zkr__queue_set_watch_held(zkr__queue *q, int on) {
+  pthread_mutex_lock(&q->mu);
+  q->watch_held = on != 0;
+  pthread_mutex_unlock(&q->mu);
 }
 
 zkr_session *zkr__queue_session(zkr__queue *q) {

@@ -61,5 +61,8 @@ int zkr__queue_hold_count(zkr__queue *q);
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                            int rc);
 zkr_session *zkr__queue_session(zkr__queue *q);
+/* While held, watch our own node: its deletion by another client makes
+ * the lock LOST at once (one more request per acquisition). */
+void zkr__queue_set_watch_held(zkr__queue *q, int on);
 
 #endif

@@ -346,3 +346,57 @@ int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
   *zrc = 0;
   return run(s, &sp, deadline_ms, NULL, results, zrc);
 }
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void zkr_children_free(char **names, size_t count) {
+  if (!names)
+    return;
+  for (size_t i = 0; i < count; i++)
+    free(names[i]);
+  free(names);
+}
+
+int zkr_session_children(zkr_session *s, const char *path, int64_t timeout_ms,
+                         char ***out, size_t *count) {
+  if (!s || !out || !count)
+    return ZKR_EINVAL;
+  int rc = zkr__path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  zkr__result kids;
+  memset(&kids, 0, sizeof kids);
+  rc = zkr__zk_children(s, path, zkr__deadline(timeout_ms), &kids);
+  if (rc == ZKR_ENONODE) {
+    *out = NULL;
+    *count = 0;
+  }
+  if (rc != ZKR_OK)
+    return rc;
+  size_t n = kids.names.count > 0 ? (size_t)kids.names.count : 0;
+  char **arr = NULL;
+  if (n > 0) {
+    arr = calloc(n, sizeof *arr);
+    if (!arr) {
+      zkr__result_clear(&kids);
+      return ZKR_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+      arr[i] = zkr__strdup(kids.names.data[i]);
+      if (!arr[i]) {
+        zkr_children_free(arr, i);
+        zkr__result_clear(&kids);
+        return ZKR_ENOMEM;
+      }
+    }
+    qsort(arr, n, sizeof *arr, name_cmp);
+  }
+  zkr__result_clear(&kids);
+  *out = arr;
+  *count = n;
+  return ZKR_OK;
+}

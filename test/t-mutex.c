@@ -445,6 +445,91 @@ static void test_guarded_and_expiry(void) {
   zkr__zk_delete(admin, res, -1, zkr__deadline(5000));
 }
 
+/* Wait until session @s holds @want data watches on server 1 (from wchc),
+ * the first on @path when @want is 1. */
+static int watches_become(zkr_session *s, const char *path, int want,
+                          int64_t timeout_ms) {
+  int64_t end = zkt_now_ms() + timeout_ms;
+  do {
+    char first[512] = "";
+    int n = zkt_watches_of(1, zkr_session_id(s), first, sizeof first);
+    if (n == want && (want != 1 || strcmp(first, path) == 0))
+      return 1;
+    usleep(20000);
+  } while (zkt_now_ms() < end);
+  return 0;
+}
+
+/* zkr_mutex_opts_set_watch_node: a deletion by another client is LOST at
+ * once, with the callback, without any call on the mutex; release after
+ * that says so; with the option and no deletion, release is plain. */
+static void test_watch_node(zkr_session *s) {
+  is(zkr_mutex_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
+     "watch_node: NULL options refused");
+  struct statelog log;
+  memset(&log, 0, sizeof log);
+  pthread_mutex_init(&log.mu, NULL);
+  zkr_mutex_opts *o = NULL;
+  zkr_mutex_opts_new(&o);
+  is(zkr_mutex_opts_set_watch_node(o, 1), ZKR_OK, "watch_node set");
+  zkr_mutex_opts_set_state_fn(o, on_state, &log);
+  zkr_mutex *m = NULL;
+  zkr_mutex_new(&m, s, lockpath("watched"), o);
+  zkr_mutex_opts_free(o);
+  is(zkr_mutex_acquire(m, -1), ZKR_OK, "watched holder acquires");
+  char node[512];
+  zkr_mutex_node(m, node, sizeof node);
+  ok(watches_become(s, node, 1, 5000), "one watch on our own node");
+  is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
+     "admin deletes the holder's node");
+  ok(zkt_wait_for(lost_seen, &log, 5000), "LOST callback without a call");
+  ok(!zkr_mutex_is_held(m), "is_held() false");
+  is(zkr_mutex_release(m), ZKR_ELOCKLOST, "release says the lock was lost");
+  is(zkr_mutex_acquire(m, -1), ZKR_OK, "acquires again");
+  zkr_mutex_node(m, node, sizeof node);
+  ok(watches_become(s, node, 1, 5000), "watching the new node");
+  is(zkr_mutex_release(m), ZKR_OK, "plain release");
+  ok(watches_become(s, node, 0, 5000), "no watch left once released");
+  is(log.lost, 1, "LOST reported once");
+  zkr_mutex_free(m);
+}
+
+/* zkr_session_children: sorted names, missing node, bad input. */
+static void test_children(zkr_session *s) {
+  char dir[512], p[600];
+  snprintf(dir, sizeof dir, "%s/kids", root);
+  zkr__zk_create(admin, dir, NULL, -1, 0, zkr__deadline(5000), NULL);
+  const char *names[] = {"b", "a", "c"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    zkr__zk_create(admin, p, NULL, -1, 0, zkr__deadline(5000), NULL);
+  }
+  char **kids = NULL;
+  size_t n = 99;
+  is(zkr_session_children(s, dir, 5000, &kids, &n), ZKR_OK, "children");
+  ok(n == 3 && strcmp(kids[0], "a") == 0 && strcmp(kids[1], "b") == 0 &&
+         strcmp(kids[2], "c") == 0,
+     "three names, sorted");
+  zkr_children_free(kids, n);
+  snprintf(p, sizeof p, "%s/none", dir);
+  kids = (char **)1;
+  is(zkr_session_children(s, p, 5000, &kids, &n), ZKR_ENONODE,
+     "missing node: ZKR_ENONODE");
+  ok(kids == NULL && n == 0, "with an empty result");
+  is(zkr_session_children(s, "rel", 5000, &kids, &n), ZKR_EBADPATH,
+     "relative path: ZKR_EBADPATH");
+  is(zkr_session_children(NULL, dir, 5000, &kids, &n), ZKR_EINVAL,
+     "NULL session: ZKR_EINVAL");
+  is(zkr_session_children(s, dir, 5000, NULL, &n), ZKR_EINVAL,
+     "NULL out: ZKR_EINVAL");
+  zkr_children_free(NULL, 0);
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    zkr__zk_delete(admin, p, -1, zkr__deadline(5000));
+  }
+  zkr__zk_delete(admin, dir, -1, zkr__deadline(5000));
+}
+
 static void test_closed(void) {
   zkr_session *s = connect_s(6000);
   zkr_mutex *h = NULL, *w = NULL;
@@ -484,6 +569,8 @@ int main(void) {
   test_async(s);
   test_reentrant(s);
   test_guarded_and_expiry();
+  test_watch_node(s);
+  test_children(s);
   test_closed();
   zkr_session_close(s);
   /* the lock paths are containers: removed by the server once empty;

@@ -79,6 +79,17 @@ ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
                                             int reentrant);
 
 /**
+ * zkr_mutex_opts_set_watch_node - with 1, a holder watches its own lock
+ * node, so that its deletion by another client (an operator, a revoking
+ * tool) makes the lock LOST at once, with the state callback. Without it
+ * (the default) such a deletion is noticed at the next guarded write or
+ * after a reconnection. Costs one more request per acquisition; a session
+ * expiry is noticed either way. Meant for long holds (zkr-lock uses it).
+ * Returns ZKR_OK, ZKR_EINVAL (@opts NULL).
+ */
+ZKR_EXTERN int zkr_mutex_opts_set_watch_node(zkr_mutex_opts *opts, int on);
+
+/**
  * zkr_mutex_opts_set_id - a short identifier of this contender (a job or
  * instance name), stored in the lock node with the host name and pid and
  * shown by zkr_mutex_participants(). Copied.

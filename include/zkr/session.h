@@ -18,6 +18,7 @@
 #ifndef ZKR_SESSION_H
 #define ZKR_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <zkr/common.h>
 
@@ -204,6 +205,27 @@ ZKR_EXTERN int zkr_session_add_listener(zkr_session *s,
  * Returns ZKR_OK, ZKR_EINVAL (NULL @s, or no listener with that id).
  */
 ZKR_EXTERN int zkr_session_remove_listener(zkr_session *s, uint64_t id);
+
+/**
+ * zkr_session_children - list the children of the node at @path, sorted
+ * by name (a convenience for tools that walk a tree of locks, such as
+ * zkr-ls -r; the recipes do not need it).
+ * @out: receives an array of @count NUL-terminated names (NULL when
+ *   @count is 0) to free with zkr_children_free().
+ * @timeout_ms: negative = no limit; connection losses are retried until
+ *   then.
+ * Returns ZKR_OK; ZKR_ENONODE (no node at @path: @out and @count are set
+ * to NULL and 0); ZKR_EBADPATH; ZKR_EINVAL (NULL @s, @out or @count);
+ * ZKR_ECLOSED; ZKR_ESESSIONLOST; ZKR_ETIMEDOUT; ZKR_ENOAUTH; ZKR_EZK;
+ * ZKR_EDEADLK (called from a zkr callback); ZKR_ENOMEM.
+ */
+ZKR_EXTERN int zkr_session_children(zkr_session *s, const char *path,
+                                    int64_t timeout_ms, char ***out,
+                                    size_t *count);
+
+/** zkr_children_free - free what zkr_session_children() returned; NULL is
+ * a no-op. */
+ZKR_EXTERN void zkr_children_free(char **names, size_t count);
 
 /** zkr_session_state_name - "CONNECTING", "CONNECTED", ... (static). */
 ZKR_EXTERN const char *zkr_session_state_name(zkr_session_state state);

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# zkr-lock against a real server: every option and exit status, the
+# command's environment, mutual exclusion between processes, SIGINT while
+# waiting, signals forwarded while the command runs, and the lock lost
+# while the command runs (session expired by a pause, node deleted by
+# another client, zkr-lock SIGKILLed). Runs under test/with-zk.
+set -u
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+zl="$builddir/tools/zkr-lock"
+zls="$builddir/tools/zkr-ls"
+[ -x "$zl" ] || skip "tools/zkr-lock not built"
+zkt_start
+export ZKR_SERVERS=$hosts
+root="/zkr-test/t-zkr-lock-$$"
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+echo "1..50"
+
+# --- usage errors: exit 64, nothing created ---
+"$zl" --help >"$tmp/help" 2>&1
+ok $? "--help exits 0"
+grep -q -- '--conflict-exit-code' "$tmp/help"
+ok $? "--help lists the options"
+usage() { # usage DESCRIPTION ARGS...
+  local d=$1; shift
+  "$zl" "$@" >"$tmp/u.out" 2>&1; local st=$?
+  [ $st -eq 64 ] && grep -q "^zkr-lock: " "$tmp/u.out"
+  ok $? "usage error exits 64 with a message: $d (got $st: $(head -1 "$tmp/u.out"))"
+}
+usage "no arguments"
+usage "no command" "$root/u"
+usage "no command after --" "$root/u" --
+usage "unknown option" --frobnicate "$root/u" -- true
+usage "negative timeout" -t -1 "$root/u" -- true
+usage "timeout not a number" -t soon "$root/u" -- true
+usage "conflict exit code out of range" -E 256 "$root/u" -- true
+usage "session timeout 0" --session-timeout 0 "$root/u" -- true
+usage "id with a control character" --id "$(printf 'a\tb')" "$root/u" -- true
+usage "relative lock path" zkr-test/u -- true
+usage "lock path with //" "$root//u" -- true
+usage "lock path under /zookeeper" /zookeeper/u -- true
+usage "malformed servers" -s "127.0.0.1:notaport" "$root/u" -- true
+usage "--read is reserved for the read-write lock" --read "$root/u" -- true
+[ "$(children "$root")" = 0 ]
+ok $? "usage errors created nothing on the server"
+
+# --- no server: exit 69 ---
+t0=$(now_ms)
+"$zl" -s 127.0.0.1:1 --connect-timeout 1500 "$root/x" -- touch "$tmp/ran69" 2>"$tmp/e69"
+st=$?
+[ $st -eq 69 ] && [ ! -e "$tmp/ran69" ] && grep -q "cannot reach ZooKeeper" "$tmp/e69"
+ok $? "no server reachable: exit 69 after $(($(now_ms) - t0)) ms, command not run"
+
+# --- runs the command, passes its status through ---
+"$zl" "$root/a" -- sh -c 'exit 7'
+ok $(($? == 7 ? 0 : 1)) "exit status of the command is passed through (7)"
+"$zl" "$root/a" -- sh -c 'kill -TERM $$'
+ok $(($? == 143 ? 0 : 1)) "a command ended by SIGTERM gives 128+15"
+"$zl" "$root/a" -- "$tmp/does-not-exist"
+ok $(($? == 127 ? 0 : 1)) "a command that does not exist gives 127"
+printf 'not executable\n' >"$tmp/noexec"
+"$zl" "$root/a" -- "$tmp/noexec" 2>/dev/null
+ok $(($? == 126 ? 0 : 1)) "a command that is not executable gives 126"
+"$zl" "$root/a" true -x 2>/dev/null
+ok $? "COMMAND without -- and with its own options"
+[ "$(children "$root/a")" = 0 ]
+ok $? "every run released its node"
+
+# --- environment ---
+ZKR_FENCING_TOKEN=stale "$zl" --id envtest "$root/env" -- sh -c \
+  'echo "$ZKR_FENCING_TOKEN $ZKR_LOCK_NODE"; '"'$zls'"' --json '"'$root/env'"' > '"'$tmp/env.json'"'' \
+  >"$tmp/env.out"
+read -r tok node <"$tmp/env.out"
+/usr/bin/python3 - "$tmp/env.json" "$tok" "$node" "$root/env" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))["contenders"]
+tok, node, path = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+assert len(q) == 1 and q[0]["role"] == "holder", q
+assert q[0]["token"] == tok, (q[0]["token"], tok)
+assert node == path + "/" + q[0]["node"], (node, q[0]["node"])
+assert q[0]["node"].startswith("_c_") and "-lock-" in q[0]["node"]
+assert q[0]["id"] == "envtest"
+PY
+ok $? "ZKR_FENCING_TOKEN ($tok) is the node's czxid, ZKR_LOCK_NODE its path, --id stored; an inherited token is replaced"
+"$zl" "$root/env" -- sh -c 'echo $ZKR_FENCING_TOKEN' >"$tmp/tok2"
+[ "$(cat "$tmp/tok2")" -gt "$tok" ]
+ok $? "the next acquisition gets a larger token ($(cat "$tmp/tok2") > $tok)"
+
+# --- mutual exclusion between processes ---
+for i in 1 2 3 4; do
+  (for j in 1 2 3 4 5; do
+    "$zl" "$root/mx" -- sh -c "mkdir '$tmp/cs' 2>/dev/null || exit 3; echo $i >>'$tmp/mx.log'; sleep 0.02; rmdir '$tmp/cs'" || exit 1
+  done) &
+  pids+=($!)
+done
+bad=0
+for p in "${pids[@]: -4}"; do wait "$p" || bad=1; done
+[ $bad -eq 0 ] && [ "$(wc -l <"$tmp/mx.log")" -eq 20 ]
+ok $? "4 processes x 5 runs: 20 critical sections, never two at once"
+
+# --- held by another: -t 0, -t N, -E ---
+"$zl" --id holder "$root/b" -- sh -c "echo \$\$ >'$tmp/holder.pid'; exec sleep 30" &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/holder.pid"
+ok $? "a holder runs"
+"$zl" -t 0 "$root/b" -- touch "$tmp/ran-t0"
+st=$?
+[ $st -eq 1 ] && [ ! -e "$tmp/ran-t0" ]
+ok $? "-t 0 while held: exit 1 (got $st), command not run"
+"$zl" -t 0 -E 42 "$root/b" -- touch "$tmp/ran-E"
+ok $(($? == 42 ? 0 : 1)) "-E 42 changes the conflict exit status"
+t0=$(now_ms)
+"$zl" -t 0.6 "$root/b" -- touch "$tmp/ran-t"
+st=$?; dt=$(($(now_ms) - t0))
+[ $st -eq 1 ] && [ ! -e "$tmp/ran-t" ] && [ $dt -ge 600 ]
+ok $? "-t 0.6 while held: exit 1 after $dt ms"
+[ "$(children "$root/b")" = 1 ]
+ok $? "the timed-out waiters left no node (only the holder's)"
+
+# --- -v: queue position, acquired, released ---
+"$zl" -v "$root/b" -- true 2>"$tmp/v.err" &
+v=$!; pids+=($v)
+wait_for 20 grep -q "position 2 of 2" "$tmp/v.err"
+ok $? "-v reports the queue position while waiting"
+
+# --- SIGINT while waiting ---
+"$zl" "$root/b" -- touch "$tmp/ran-int" &
+w=$!; pids+=($w)
+wait_for 20 sh -c "'$zls' --json '$root/b' | grep -q '\"position\":3'"
+ok $? "a second waiter queued (position 3)"
+kill -INT $w
+wait $w; st=$?
+[ $st -eq 130 ] && [ ! -e "$tmp/ran-int" ]
+ok $? "SIGINT while waiting: ends by SIGINT (status $st), command not run"
+"$zls" --json "$root/b" >"$tmp/b.json"
+/usr/bin/python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["contenders"]; assert len(q)==2, q' "$tmp/b.json"
+ok $? "its node left the queue at once (holder and -v waiter remain)"
+kill -TERM "$(cat "$tmp/holder.pid")"
+wait $h
+wait $v; st=$?
+[ $st -eq 0 ] && grep -q "acquired $root/b" "$tmp/v.err" && grep -q "released $root/b" "$tmp/v.err"
+ok $? "-v reports acquired and released"
+sleep 0.3
+[ "$(children "$root/b")" = 0 ]
+ok $? "queue empty afterwards"
+
+# --- SIGTERM to zkr-lock while the command runs: forwarded ---
+"$zl" "$root/f" -- sh -c "trap 'echo got-term >\"$tmp/fwd\"; exit 5' TERM; echo ready >\"$tmp/fready\"; while :; do sleep 0.05; done" &
+f=$!; pids+=($f)
+wait_for 20 test -s "$tmp/fready"
+kill -TERM $f
+wait $f; st=$?
+[ $st -eq 5 ] && grep -q got-term "$tmp/fwd"
+ok $? "SIGTERM to zkr-lock reaches the command; its status (5) is returned (got $st)"
+[ "$(children "$root/f")" = 0 ]
+ok $? "and the lock is released"
+
+# --- lock lost while the command runs: session expired (zkr-lock paused) ---
+T=2000
+"$zl" --session-timeout $T --kill-after 1 "$root/e" -- sh -c \
+  "trap '' TERM; echo \$\$ >'$tmp/e.pid'; while :; do date +%s%N >>'$tmp/e.touch'; sleep 0.05; done" \
+  2>"$tmp/e.err" &
+e=$!; pids+=($e)
+wait_for 20 test -s "$tmp/e.pid"
+ok $? "holder runs a command that ignores SIGTERM"
+"$zl" --session-timeout $T "$root/e" -- sh -c "date +%s%N >'$tmp/e.next'" &
+e2=$!; pids+=($e2)
+sleep 0.5
+kill -STOP $e
+wait $e2; st=$?
+[ $st -eq 0 ] && [ -s "$tmp/e.next" ]
+ok $? "while zkr-lock is stopped its session expires and the waiter gets the lock"
+kill -CONT $e
+wait $e; st=$?
+[ $st -eq 75 ]
+ok $? "resumed zkr-lock exits 75 (got $st)"
+grep -q "lost" "$tmp/e.err" && grep -q "SIGKILL" "$tmp/e.err"
+ok $? "it reported the loss, sent SIGTERM, then SIGKILL after --kill-after"
+cpid=$(cat "$tmp/e.pid")
+! kill -0 "$cpid" 2>/dev/null
+ok $? "the command is gone"
+
+# --- lock lost: node deleted by another client ---
+"$zl" --kill-after 5 "$root/d" -- sh -c "trap 'exit 9' TERM; echo ready >'$tmp/d.ready'; while :; do sleep 0.05; done" 2>"$tmp/d.err" &
+d=$!; pids+=($d)
+wait_for 20 test -s "$tmp/d.ready"
+/usr/bin/python3 - "$hosts" "$root/d" <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+for c in zk.get_children(sys.argv[2]):
+    zk.delete(sys.argv[2] + "/" + c)
+zk.stop()
+PY
+t0=$(now_ms)
+wait $d; st=$?
+[ $st -eq 75 ] && grep -q "lost" "$tmp/d.err"
+ok $? "node deleted by another client: command terminated, exit 75 ($(($(now_ms) - t0)) ms after the delete)"
+
+# --- zkr-lock SIGKILLed: the command dies with it, the lock passes on ---
+"$zl" --session-timeout $T "$root/k" -- sh -c "echo \$\$ >'$tmp/k.pid'; exec sleep 60" &
+k=$!; pids+=($k)
+wait_for 20 test -s "$tmp/k.pid"
+"$zl" --session-timeout $T "$root/k" -- true &
+k2=$!; pids+=($k2)
+sleep 0.3
+kill -9 $k
+wait_for 5 sh -c "! kill -0 $(cat "$tmp/k.pid") 2>/dev/null"
+ok $? "SIGKILL of zkr-lock kills its command too"
+wait $k2
+ok $? "the waiter gets the lock once the killed holder's session expires"
+
+# --- try once on a free lock ---
+"$zl" -t 0 "$root/free" -- true
+ok $? "-t 0 on a free lock runs the command"
+[ "$(children "$root/a" "$root/env" "$root/mx" "$root/b" "$root/f" "$root/e" "$root/d" "$root/k" "$root/free")" = 0 ]
+ok $? "no contender node left in any lock used"

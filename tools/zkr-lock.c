@@ -1,0 +1,607 @@
+/*
+ * zkr-lock - run a command while holding a zkr mutex: flock(1) across
+ * machines.
+ *
+ *   zkr-lock [options] PATH [--] COMMAND [ARG...]
+ *
+ * The main thread blocks the signals it handles before any library thread
+ * exists (so every thread inherits the mask) and takes them from a
+ * signalfd; the library's callbacks (acquisition result, lock state) write
+ * one byte to a pipe. One poll() loop serves both, first while waiting for
+ * the lock, then while COMMAND runs.
+ *
+ * Exit status: COMMAND's (128+N if a signal N ended it); 1, or the
+ * -E value, when the lock was not acquired in time; 64 usage; 69 no server
+ * reachable; 70 internal error; 75 the lock was lost (while waiting: the
+ * session ended; while COMMAND ran: COMMAND was terminated); 126/127
+ * COMMAND could not be run. A signal that ends the wait ends zkr-lock with
+ * that signal after it left the queue.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <zkr/zkr.h>
+
+#define EX_CONFLICT_DEFAULT 1
+#define EX_USAGE 64
+#define EX_UNAVAILABLE 69
+#define EX_SOFTWARE 70
+#define EX_TEMPFAIL 75
+
+extern char **environ;
+
+static const char *prog = "zkr-lock";
+static int verbose;
+
+/* The signals zkr-lock takes over. */
+static const int handled[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                              SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM};
+
+static int wake_pipe[2] = {-1, -1};
+
+/* Written by library callbacks (event thread), read by the main thread
+ * after a wake-up byte. */
+static atomic_int acquire_done;
+static atomic_int acquire_rc;
+static atomic_int state_changed;
+
+static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void msg(const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: %s\n", prog, buf);
+}
+
+static void usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, buf,
+          prog);
+  exit(EX_USAGE);
+}
+
+static void help(void) {
+  printf(
+      "Usage: %s [options] PATH [--] COMMAND [ARG...]\n"
+      "Run COMMAND while holding the zkr mutex at the ZooKeeper path PATH;\n"
+      "exit with COMMAND's exit status.\n"
+      "\n"
+      "  -s, --servers HOSTS        ZooKeeper connection string (default:\n"
+      "                             $ZKR_SERVERS, else 127.0.0.1:2181)\n"
+      "  -t, --timeout SECONDS      wait at most SECONDS for the lock (0: try\n"
+      "                             once); default: wait without limit\n"
+      "  -E, --conflict-exit-code N exit status when the lock is not\n"
+      "                             acquired in time (default 1)\n"
+      "      --session-timeout MS   ZooKeeper session timeout (default "
+      "10000)\n"
+      "      --connect-timeout MS   how long to try to reach a server\n"
+      "                             (default 10000; then exit 69)\n"
+      "      --id TEXT              contender id stored in the lock node\n"
+      "                             (default: COMMAND's name)\n"
+      "      --kill-after SECONDS   if the lock is lost, SIGKILL COMMAND this\n"
+      "                             long after SIGTERM (default 10)\n"
+      "  -v, --verbose              progress on stderr (queue position,\n"
+      "                             acquired, released)\n"
+      "  -h, --help                 this help\n"
+      "  -V, --version              print the zkr version\n"
+      "\n"
+      "COMMAND gets ZKR_FENCING_TOKEN and ZKR_LOCK_NODE in its environment.\n"
+      "Exit status: COMMAND's (128+N if signal N ended it); 1 (or -E) lock\n"
+      "not acquired in time; 64 usage; 69 no server reachable; 75 lock lost\n"
+      "(COMMAND was terminated); 126/127 COMMAND could not be run.\n",
+      prog);
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Seconds as a non-negative decimal ("2", "0.5") to milliseconds. */
+static int parse_seconds(const char *s, int64_t *ms) {
+  if (!s || !*s || *s == '-' || *s == '+')
+    return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !isfinite(v) || v < 0 || v > 1e9)
+    return -1;
+  *ms = (int64_t)llround(v * 1000.0);
+  return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+  if (!s || !*s)
+    return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < lo || v > hi)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static void wake(void) {
+  char c = 1;
+  ssize_t w = write(wake_pipe[1], &c, 1);
+  (void)w; /* a full pipe already wakes the loop */
+}
+
+static void on_acquired(zkr_mutex *m, int rc, void *ud) {
+  (void)m;
+  (void)ud;
+  acquire_rc = rc;
+  acquire_done = 1;
+  wake();
+}
+
+static void on_state(zkr_mutex *m, zkr_lock_state st, void *ud) {
+  (void)m;
+  (void)st;
+  (void)ud;
+  state_changed = 1;
+  wake();
+}
+
+static void drain(int fd) {
+  char buf[64];
+  while (read(fd, buf, sizeof buf) > 0)
+    ;
+}
+
+/* The environment for COMMAND: ours without any ZKR_FENCING_TOKEN or
+ * ZKR_LOCK_NODE, plus the two for this acquisition. Built before fork. */
+static char **child_env(int64_t token, const char *node) {
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = calloc(n + 3, sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strncmp(environ[i], "ZKR_FENCING_TOKEN=", 18) == 0 ||
+        strncmp(environ[i], "ZKR_LOCK_NODE=", 14) == 0)
+      continue;
+    env[k++] = environ[i];
+  }
+  char *t = malloc(64);
+  size_t nl = strlen(node) + sizeof "ZKR_LOCK_NODE=";
+  char *p = malloc(nl);
+  if (!t || !p) {
+    free(t);
+    free(p);
+    free(env);
+    return NULL;
+  }
+  snprintf(t, 64, "ZKR_FENCING_TOKEN=%lld", (long long)token);
+  snprintf(p, nl, "ZKR_LOCK_NODE=%s", node);
+  env[k++] = t;
+  env[k++] = p;
+  env[k] = NULL;
+  return env;
+}
+
+/* Frees what child_env() allocated: the array and its last two entries. */
+static void free_env(char **env) {
+  size_t n = 0;
+  while (env[n])
+    n++;
+  free(env[n - 1]);
+  free(env[n - 2]);
+  free(env);
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s && s[1] ? s + 1 : p;
+}
+
+/* Our place in the queue (1 = holder) and its length; 0 when unknown. */
+static void queue_position(zkr_session *s, const char *path, int *pos,
+                           int *len) {
+  *pos = 0;
+  *len = 0;
+  zkr_participant *p = NULL;
+  size_t n = 0;
+  if (zkr_mutex_participants(s, path, 2000, &p, &n) != ZKR_OK)
+    return;
+  int64_t sid = zkr_session_id(s);
+  for (size_t i = 0; i < n; i++)
+    if (p[i].session_id == sid)
+      *pos = (int)i + 1;
+  *len = (int)n;
+  zkr_participants_free(p, n);
+}
+
+enum {
+  OPT_SESSION = 256,
+  OPT_CONNECT,
+  OPT_ID,
+  OPT_KILL_AFTER,
+  OPT_READ,
+  OPT_WRITE,
+  OPT_PERMITS
+};
+
+int main(int argc, char **argv) {
+  const char *servers = getenv("ZKR_SERVERS");
+  if (!servers || !*servers)
+    servers = "127.0.0.1:2181";
+  int64_t timeout_ms = -1, kill_after_ms = 10000;
+  long conflict = EX_CONFLICT_DEFAULT, session_ms = 10000, connect_ms = 10000;
+  const char *id = NULL;
+
+  static const struct option longopts[] = {
+      {"servers", required_argument, NULL, 's'},
+      {"timeout", required_argument, NULL, 't'},
+      {"conflict-exit-code", required_argument, NULL, 'E'},
+      {"session-timeout", required_argument, NULL, OPT_SESSION},
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+      {"id", required_argument, NULL, OPT_ID},
+      {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      /* reserved for the read-write lock and the semaphore */
+      {"read", no_argument, NULL, OPT_READ},
+      {"write", no_argument, NULL, OPT_WRITE},
+      {"permits", required_argument, NULL, OPT_PERMITS},
+      {NULL, 0, NULL, 0}};
+  opterr = 0;
+  int c;
+  /* "+": stop at the first non-option, so COMMAND's options stay its own */
+  while ((c = getopt_long(argc, argv, "+:s:t:E:vhV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      servers = optarg;
+      break;
+    case 't':
+      if (parse_seconds(optarg, &timeout_ms) != 0)
+        usage_error("invalid timeout '%s': seconds, 0 or more", optarg);
+      break;
+    case 'E':
+      if (parse_long(optarg, 0, 255, &conflict) != 0)
+        usage_error("invalid conflict exit code '%s': 0 to 255", optarg);
+      break;
+    case OPT_SESSION:
+      if (parse_long(optarg, 1, INT_MAX, &session_ms) != 0)
+        usage_error("invalid session timeout '%s': milliseconds", optarg);
+      break;
+    case OPT_CONNECT:
+      if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
+        usage_error("invalid connect timeout '%s': milliseconds", optarg);
+      break;
+    case OPT_ID:
+      id = optarg;
+      break;
+    case OPT_KILL_AFTER:
+      if (parse_seconds(optarg, &kill_after_ms) != 0)
+        usage_error("invalid --kill-after '%s': seconds, 0 or more", optarg);
+      break;
+    case 'v':
+      verbose++;
+      break;
+    case 'h':
+      help();
+      return 0;
+    case 'V':
+      printf("zkr-lock (zkr) %s\n", zkr_version());
+      return 0;
+    case OPT_READ:
+    case OPT_WRITE:
+    case OPT_PERMITS:
+      usage_error("%s: the read-write lock and the semaphore are not in this "
+                  "version of zkr",
+                  argv[optind - 1]);
+    case ':':
+      usage_error("option '%s' needs an argument", argv[optind - 1]);
+    default:
+      usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    usage_error("missing PATH");
+  const char *path = argv[optind++];
+  if (optind < argc && strcmp(argv[optind], "--") == 0)
+    optind++;
+  if (optind >= argc)
+    usage_error("missing COMMAND");
+  char **cmd = argv + optind;
+  if (!id)
+    id = base_name(cmd[0]);
+
+  if (verbose > 1)
+    zkr_set_log_hook(zkr_log_stderr, verbose > 2 ? ZKR_LOG_INFO : ZKR_LOG_WARN,
+                     NULL);
+
+  /* Block the signals we handle before any thread exists. */
+  sigset_t mask, oldmask;
+  sigemptyset(&mask);
+  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+    sigaddset(&mask, handled[i]);
+  if (sigprocmask(SIG_BLOCK, &mask, &oldmask) != 0) {
+    msg("sigprocmask: %s", strerror(errno));
+    return EX_SOFTWARE;
+  }
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0 || pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    msg("signalfd/pipe: %s", strerror(errno));
+    return EX_SOFTWARE;
+  }
+
+  /* Options and mutex: bad input is a usage error, before connecting. */
+  zkr_mutex_opts *mo = NULL;
+  int rc = zkr_mutex_opts_new(&mo);
+  if (rc == ZKR_OK)
+    rc = zkr_mutex_opts_set_id(mo, id);
+  if (rc == ZKR_EINVAL)
+    usage_error("invalid --id '%s': 1 to 256 bytes, no control characters", id);
+  if (rc == ZKR_OK)
+    rc = zkr_mutex_opts_set_state_fn(mo, on_state, NULL);
+  if (rc == ZKR_OK)
+    rc = zkr_mutex_opts_set_watch_node(mo, 1);
+  if (rc != ZKR_OK) {
+    msg("%s", zkr_strerror(rc));
+    return EX_SOFTWARE;
+  }
+
+  zkr_session_opts *so = NULL;
+  rc = zkr_session_opts_new(&so);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_session_timeout(so, (int)session_ms);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_connect_timeout(so, (int)connect_ms);
+  if (rc != ZKR_OK) {
+    msg("%s", zkr_strerror(rc));
+    return EX_SOFTWARE;
+  }
+  zkr_session *s = NULL;
+  rc = zkr_session_new(&s, servers, so);
+  zkr_session_opts_free(so);
+  if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
+    usage_error("invalid servers '%s': %s", servers, zkr_strerror(rc));
+  if (rc != ZKR_OK) {
+    msg("cannot reach ZooKeeper at %s: %s", servers, zkr_strerror(rc));
+    return rc == ZKR_ENOMEM ? EX_SOFTWARE : EX_UNAVAILABLE;
+  }
+  zkr_mutex *m = NULL;
+  rc = zkr_mutex_new(&m, s, path, mo);
+  zkr_mutex_opts_free(mo);
+  if (rc != ZKR_OK) {
+    zkr_session_close(s);
+    if (rc == ZKR_EBADPATH)
+      usage_error("invalid lock path '%s': %s", path, zkr_strerror(rc));
+    msg("%s", zkr_strerror(rc));
+    return EX_SOFTWARE;
+  }
+
+  /* ---- wait for the lock ---- */
+  int64_t t0 = now_ms();
+  rc = zkr_mutex_acquire_async(m, timeout_ms, on_acquired, NULL);
+  if (rc != ZKR_OK) {
+    msg("cannot start acquiring %s: %s", path, zkr_strerror(rc));
+    zkr_mutex_free(m);
+    zkr_session_close(s);
+    return rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE;
+  }
+  int got_signal = 0, last_pos = -1;
+  int64_t next_report = t0 + 200;
+  while (!acquire_done) {
+    struct pollfd pf[2] = {{sfd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+    int wait = -1;
+    if (verbose && !got_signal) {
+      int64_t d = next_report - now_ms();
+      wait = d < 0 ? 0 : (int)d;
+    }
+    int pr = poll(pf, 2, wait);
+    if (pr < 0 && errno != EINTR) {
+      msg("poll: %s", strerror(errno));
+      break;
+    }
+    if (pf[1].revents)
+      drain(wake_pipe[0]);
+    if (pf[0].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD || sig == SIGALRM || got_signal)
+          continue;
+        if (sig == SIGUSR1 || sig == SIGUSR2)
+          continue; /* nothing to forward to yet */
+        got_signal = sig;
+        if (verbose)
+          msg("%s while waiting: leaving the queue", strsignal(sig));
+        zkr_mutex_cancel(m);
+      }
+    }
+    if (verbose && !got_signal && !acquire_done && now_ms() >= next_report) {
+      int pos, len;
+      queue_position(s, path, &pos, &len);
+      if (pos > 0 && pos != last_pos)
+        msg("waiting for %s: position %d of %d", path, pos, len);
+      if (pos > 0)
+        last_pos = pos;
+      next_report = now_ms() + 1000;
+    }
+  }
+  int arc = acquire_rc;
+  if (got_signal || arc != ZKR_OK) {
+    zkr_mutex_free(m); /* leaves the queue: our node is deleted */
+    zkr_session_close(s);
+    if (got_signal) {
+      /* end the way the signal would have ended us */
+      signal(got_signal, SIG_DFL);
+      sigset_t one;
+      sigemptyset(&one);
+      sigaddset(&one, got_signal);
+      raise(got_signal);
+      sigprocmask(SIG_UNBLOCK, &one, NULL);
+      return 128 + got_signal;
+    }
+    if (arc == ZKR_ETIMEDOUT || arc == ZKR_EWOULDBLOCK) {
+      if (verbose)
+        msg("%s is held by another; not acquired %s", path,
+            timeout_ms == 0 ? "(tried once)" : "in time");
+      return (int)conflict;
+    }
+    msg("cannot acquire %s: %s", path, zkr_strerror(arc));
+    if (arc == ZKR_ESESSIONLOST || arc == ZKR_ECONNLOSS)
+      return EX_TEMPFAIL;
+    if (arc == ZKR_ENOAUTH || arc == ZKR_ENONODE || arc == ZKR_EZK)
+      return EX_UNAVAILABLE;
+    return EX_SOFTWARE;
+  }
+
+  int64_t token = zkr_mutex_fencing_token(m);
+  char node[2048];
+  zkr_mutex_node(m, node, sizeof node);
+  if (verbose)
+    msg("acquired %s after %.3f s (token %lld, node %s)", path,
+        (double)(now_ms() - t0) / 1000.0, (long long)token, node);
+
+  /* ---- run COMMAND ---- */
+  char **env = child_env(token, node);
+  if (!env) {
+    msg("out of memory");
+    zkr_mutex_free(m);
+    zkr_session_close(s);
+    return EX_SOFTWARE;
+  }
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child < 0) {
+    msg("fork: %s", strerror(errno));
+    free_env(env);
+    zkr_mutex_free(m);
+    zkr_session_close(s);
+    return EX_SOFTWARE;
+  }
+  if (child == 0) {
+#ifdef __linux__
+    /* If zkr-lock dies (even by SIGKILL), COMMAND dies with it: it must
+     * not go on without the lock. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(EX_TEMPFAIL);
+#endif
+    for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+      signal(handled[i], SIG_DFL);
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    environ = env;
+    execvp(cmd[0], cmd);
+    int e = errno;
+    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  int64_t started = now_ms();
+  int status = 0, lost = 0, suspect = 0;
+  int64_t kill_at = -1;
+  for (;;) {
+    pid_t w = waitpid(child, &status, WNOHANG);
+    if (w == child)
+      break;
+    if (state_changed) {
+      state_changed = 0;
+      zkr_lock_state st = zkr_mutex_state(m);
+      if (st == ZKR_LOCK_LOST && !lost) {
+        lost = 1;
+        msg("lock %s lost while %s ran (session expired or node deleted): "
+            "sending SIGTERM to pid %ld",
+            path, cmd[0], (long)child);
+        kill(child, SIGTERM);
+        kill_at = now_ms() + kill_after_ms;
+      } else if (verbose && st == ZKR_LOCK_SUSPECT && !suspect) {
+        msg("connection to ZooKeeper lost; the lock may be lost");
+      } else if (verbose && st == ZKR_LOCK_HELD && suspect) {
+        msg("reconnected; the lock is still held");
+      }
+      suspect = st == ZKR_LOCK_SUSPECT;
+    }
+    int wait = -1;
+    if (kill_at >= 0) {
+      int64_t d = kill_at - now_ms();
+      if (d <= 0) {
+        msg("%s did not exit %.1f s after SIGTERM: sending SIGKILL", cmd[0],
+            (double)kill_after_ms / 1000.0);
+        kill(child, SIGKILL);
+        kill_at = -1;
+      } else {
+        wait = (int)d;
+      }
+    }
+    struct pollfd pf[2] = {{sfd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+    int pr = poll(pf, 2, wait);
+    if (pr < 0 && errno != EINTR) {
+      msg("poll: %s", strerror(errno));
+      kill(child, SIGKILL);
+    }
+    if (pf[1].revents)
+      drain(wake_pipe[0]);
+    if (pf[0].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD || sig == SIGALRM)
+          continue;
+        /* A signal from the terminal (the kernel sent it to the whole
+         * foreground process group) has reached COMMAND already. */
+        if (si.ssi_code == SI_KERNEL)
+          continue;
+        if (verbose)
+          msg("forwarding %s to %s", strsignal(sig), cmd[0]);
+        kill(child, sig);
+      }
+    }
+  }
+  free_env(env);
+  int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+             : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                   : EX_SOFTWARE;
+  if (!lost && zkr_mutex_state(m) == ZKR_LOCK_LOST) {
+    lost = 1;
+    msg("lock %s was lost while %s ran (session expired or node deleted)", path,
+        cmd[0]);
+  }
+  int rrc = zkr_mutex_release(m);
+  if (verbose && rrc == ZKR_OK)
+    msg("released %s after %.3f s", path,
+        (double)(now_ms() - started) / 1000.0);
+  zkr_mutex_free(m);
+  zkr_session_close(s);
+  if (lost) {
+    if (verbose)
+      msg("%s ended with status %d after the lock was lost", cmd[0], code);
+    return EX_TEMPFAIL;
+  }
+  return code;
+}

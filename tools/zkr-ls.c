@@ -1,0 +1,356 @@
+/*
+ * zkr-ls - show the queue of a lock: who holds it and who waits, in order.
+ *
+ *   zkr-ls [-s HOSTS] [--json] [-r] PATH
+ *
+ * Reads zkr's and Curator's layouts alike (any child whose name ends in a
+ * ZooKeeper sequence number is a contender); with -r, every lock in the
+ * tree under PATH. Read-only: it creates, changes and watches nothing.
+ * Exit status: 0; 64 usage; 69 no server reachable; 1 another error.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zkr/zkr.h>
+
+#define EX_USAGE 64
+#define EX_UNAVAILABLE 69
+
+static const char *prog = "zkr-ls";
+static int json;
+static int64_t op_timeout_ms = 10000;
+static int locks_shown;
+
+static void usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, buf,
+          prog);
+  exit(EX_USAGE);
+}
+
+static void help(void) {
+  printf("Usage: %s [options] PATH\n"
+         "Show the queue of the lock at PATH: position, role, sequence,\n"
+         "fencing token, owner session, the contender's id, host and pid,\n"
+         "how long ago it queued, and its node name.\n"
+         "\n"
+         "  -s, --servers HOSTS       ZooKeeper connection string (default:\n"
+         "                            $ZKR_SERVERS, else 127.0.0.1:2181)\n"
+         "  -r, --recursive           every lock in the tree under PATH\n"
+         "  -j, --json                JSON output\n"
+         "      --connect-timeout MS  how long to try to reach a server\n"
+         "                            (default 10000; then exit 69)\n"
+         "  -h, --help                this help\n"
+         "  -V, --version             print the zkr version\n"
+         "\n"
+         "Exit status: 0; 64 usage; 69 no server reachable; 1 other errors.\n",
+         prog);
+}
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1 if @name ends in a ZooKeeper sequence number (10 digits, or a minus
+ * sign and 10 digits once the counter wrapped). */
+static int has_seq(const char *name) {
+  size_t n = strlen(name);
+  if (n < 10)
+    return 0;
+  for (size_t i = n - 10; i < n; i++)
+    if (!isdigit((unsigned char)name[i]))
+      return 0;
+  return 1;
+}
+
+/* Fields of zkr's node data "host=H pid=P id=I" (id last: it may hold
+ * spaces). Returns 0 if @data is not in that form. */
+struct owner {
+  char host[256];
+  long pid;
+  char id[512];
+};
+
+static int parse_owner(const char *data, struct owner *o) {
+  memset(o, 0, sizeof *o);
+  if (!data || strncmp(data, "host=", 5) != 0)
+    return 0;
+  const char *h = data + 5, *sp = strchr(h, ' ');
+  if (!sp || (size_t)(sp - h) >= sizeof o->host)
+    return 0;
+  memcpy(o->host, h, (size_t)(sp - h));
+  if (strncmp(sp + 1, "pid=", 4) != 0)
+    return 0;
+  char *end;
+  errno = 0;
+  o->pid = strtol(sp + 5, &end, 10);
+  if (errno || end == sp + 5)
+    return 0;
+  if (*end == '\0')
+    return 1;
+  if (strncmp(end, " id=", 4) != 0)
+    return 0;
+  snprintf(o->id, sizeof o->id, "%s", end + 4);
+  return 1;
+}
+
+static void json_string(const char *s) {
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f)
+      printf("\\u%04x", *p); /* bytes as Latin-1: data may be binary */
+    else
+      putchar(*p);
+  }
+  putchar('"');
+}
+
+/* Printable form of arbitrary node data for the table. */
+static void shown_data(const char *data, char *buf, size_t len) {
+  size_t k = 0;
+  for (const unsigned char *p = (const unsigned char *)data;
+       p && *p && k + 5 < len; p++)
+    buf[k++] = (*p >= 0x20 && *p < 0x7f) ? (char)*p : '?';
+  buf[k] = '\0';
+}
+
+static void fmt_age(int64_t ms, char *buf, size_t len) {
+  if (ms < 0)
+    ms = 0;
+  if (ms < 60000)
+    snprintf(buf, len, "%.1fs", (double)ms / 1000.0);
+  else if (ms < 3600000)
+    snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", ms / 60000,
+             (ms / 1000) % 60);
+  else
+    snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m", ms / 3600000,
+             (ms / 60000) % 60);
+}
+
+static void show_queue(const char *path, const zkr_participant *p, size_t n) {
+  int64_t now = wall_ms();
+  if (json) {
+    printf("{\"path\":");
+    json_string(path);
+    printf(",\"contenders\":[");
+    for (size_t i = 0; i < n; i++) {
+      struct owner o;
+      int ours = parse_owner(p[i].data, &o);
+      printf("%s{\"position\":%zu,\"node\":", i ? "," : "", i + 1);
+      json_string(p[i].node);
+      printf(",\"seq\":%" PRId32 ",\"role\":\"%s\",\"token\":%" PRId64
+             ",\"session\":\"0x%" PRIx64 "\"",
+             p[i].seq, p[i].is_holder ? "holder" : "waiter", p[i].czxid,
+             (uint64_t)p[i].session_id);
+      if (ours) {
+        printf(",\"host\":");
+        json_string(o.host);
+        printf(",\"pid\":%ld,\"id\":", o.pid);
+        json_string(o.id);
+      }
+      printf(",\"data\":");
+      json_string(p[i].data);
+      printf(",\"queued_at_ms\":%" PRId64 ",\"age_ms\":%" PRId64 "}",
+             p[i].ctime_ms, now - p[i].ctime_ms > 0 ? now - p[i].ctime_ms : 0);
+    }
+    printf("]}");
+    return;
+  }
+  printf("%s: %zu contender%s%s\n", path, n, n == 1 ? "" : "s",
+         n ? "" : " (free)");
+  if (n == 0)
+    return;
+  printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %s\n", "POS",
+         "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", "NODE");
+  for (size_t i = 0; i < n; i++) {
+    struct owner o;
+    char id[64], host[64], pid[16], age[32], sess[24];
+    if (parse_owner(p[i].data, &o)) {
+      snprintf(id, sizeof id, "%.63s", o.id[0] ? o.id : "-");
+      snprintf(host, sizeof host, "%.63s", o.host);
+      snprintf(pid, sizeof pid, "%ld", o.pid);
+    } else {
+      char d[40];
+      shown_data(p[i].data, d, sizeof d);
+      snprintf(id, sizeof id, "data:%s", d[0] ? d : "-");
+      snprintf(host, sizeof host, "-");
+      snprintf(pid, sizeof pid, "-");
+    }
+    fmt_age(now - p[i].ctime_ms, age, sizeof age);
+    snprintf(sess, sizeof sess, "0x%" PRIx64, (uint64_t)p[i].session_id);
+    printf("%-4zu %-6s %010" PRId32 "  %-12" PRId64
+           " %-18s %-8s %-16s %-16s %-7s %s\n",
+           i + 1, p[i].is_holder ? "holder" : "waiter", p[i].seq, p[i].czxid,
+           sess, age, id, host, pid, p[i].node);
+  }
+}
+
+static int fail(int rc, const char *what, const char *path) {
+  fprintf(stderr, "%s: %s %s: %s\n", prog, what, path, zkr_strerror(rc));
+  return rc == ZKR_EBADPATH ? EX_USAGE : 1;
+}
+
+static int list_one(zkr_session *s, const char *path, int always) {
+  zkr_participant *p = NULL;
+  size_t n = 0;
+  int rc = zkr_mutex_participants(s, path, op_timeout_ms, &p, &n);
+  if (rc != ZKR_OK)
+    return fail(rc, "cannot read", path);
+  if (n > 0 || always) {
+    if (json && locks_shown)
+      putchar(',');
+    show_queue(path, p, n);
+    if (!json && !always)
+      putchar('\n');
+    locks_shown++;
+  }
+  zkr_participants_free(p, n);
+  return 0;
+}
+
+/* Every lock at or under @path, depth first, in name order. */
+static int walk(zkr_session *s, const char *path) {
+  if (strcmp(path, "/zookeeper") == 0)
+    return 0;
+  char **kids = NULL;
+  size_t n = 0;
+  int rc = zkr_session_children(s, path, op_timeout_ms, &kids, &n);
+  if (rc == ZKR_ENONODE)
+    return 0; /* gone meanwhile */
+  if (rc != ZKR_OK)
+    return fail(rc, "cannot list", path);
+  int status = 0, is_lock = 0;
+  for (size_t i = 0; i < n; i++)
+    if (has_seq(kids[i]))
+      is_lock = 1;
+  if (is_lock)
+    status = list_one(s, path, 0);
+  for (size_t i = 0; i < n && status == 0; i++) {
+    if (has_seq(kids[i]))
+      continue; /* a contender: no children of its own */
+    size_t len = strlen(path) + strlen(kids[i]) + 2;
+    char *child = malloc(len);
+    if (!child) {
+      status = 1;
+      break;
+    }
+    snprintf(child, len, "%s/%s", strcmp(path, "/") == 0 ? "" : path, kids[i]);
+    status = walk(s, child);
+    free(child);
+  }
+  zkr_children_free(kids, n);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  const char *servers = getenv("ZKR_SERVERS");
+  if (!servers || !*servers)
+    servers = "127.0.0.1:2181";
+  int recursive = 0;
+  long connect_ms = 10000;
+  enum { OPT_CONNECT = 256 };
+  static const struct option longopts[] = {
+      {"servers", required_argument, NULL, 's'},
+      {"recursive", no_argument, NULL, 'r'},
+      {"json", no_argument, NULL, 'j'},
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":s:rjhV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      servers = optarg;
+      break;
+    case 'r':
+      recursive = 1;
+      break;
+    case 'j':
+      json = 1;
+      break;
+    case OPT_CONNECT: {
+      char *end;
+      errno = 0;
+      connect_ms = strtol(optarg, &end, 10);
+      if (errno || *end || !*optarg || connect_ms < 1 || connect_ms > INT_MAX)
+        usage_error("invalid connect timeout '%s': milliseconds", optarg);
+      break;
+    }
+    case 'h':
+      help();
+      return 0;
+    case 'V':
+      printf("zkr-ls (zkr) %s\n", zkr_version());
+      return 0;
+    case ':':
+      usage_error("option '%s' needs an argument", argv[optind - 1]);
+    default:
+      usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    usage_error("missing PATH");
+  if (optind + 1 < argc)
+    usage_error("one PATH only (extra '%s')", argv[optind + 1]);
+  const char *path = argv[optind];
+  /* the library checks the rest once connected (also exit 64) */
+  if (path[0] != '/')
+    usage_error("invalid path '%s': %s", path, zkr_strerror(ZKR_EBADPATH));
+
+  zkr_session_opts *so = NULL;
+  int rc = zkr_session_opts_new(&so);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_connect_timeout(so, (int)connect_ms);
+  /* no new session after a loss: a listing is short-lived */
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_renew(so, 0);
+  zkr_session *s = NULL;
+  if (rc == ZKR_OK)
+    rc = zkr_session_new(&s, servers, so);
+  zkr_session_opts_free(so);
+  if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
+    usage_error("invalid servers '%s': %s", servers, zkr_strerror(rc));
+  if (rc != ZKR_OK) {
+    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog, servers,
+            zkr_strerror(rc));
+    return rc == ZKR_ENOMEM ? 1 : EX_UNAVAILABLE;
+  }
+  int status;
+  if (recursive) {
+    if (json)
+      printf("{\"locks\":[");
+    status = walk(s, path);
+    if (json)
+      printf("]}\n");
+    else if (status == 0 && locks_shown == 0)
+      printf("no locks under %s\n", path);
+  } else {
+    status = list_one(s, path, 1);
+    if (json)
+      putchar('\n');
+  }
+  zkr_session_close(s);
+  return status;
+}
