@@ -172,6 +172,15 @@ static void on_state(zkr_mutex *m, zkr_lock_state st, void *ud) {
   wake();
 }
 
+static void on_session(zkr_session *s, zkr_session_event ev, int64_t sid,
+                       void *ud) {
+  (void)s;
+  (void)ud;
+  if (ev != ZKR_EV_CLOSED)
+    msg("ZooKeeper session 0x%llx: %s", (unsigned long long)sid,
+        zkr_session_event_name(ev));
+}
+
 static void drain(int fd) {
   char buf[64];
   while (read(fd, buf, sizeof buf) > 0)
@@ -322,7 +331,9 @@ int main(int argc, char **argv) {
     case OPT_PERMITS:
       usage_error("%s: the read-write lock and the semaphore are not in this "
                   "version of zkr",
-                  argv[optind - 1]);
+                  c == OPT_READ    ? "--read"
+                  : c == OPT_WRITE ? "--write"
+                                   : "--permits");
     case ':':
       usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
@@ -394,6 +405,8 @@ int main(int argc, char **argv) {
     msg("cannot reach ZooKeeper at %s: %s", servers, zkr_strerror(rc));
     return rc == ZKR_ENOMEM ? EX_SOFTWARE : EX_UNAVAILABLE;
   }
+  if (verbose)
+    zkr_session_add_listener(s, on_session, NULL, NULL);
   zkr_mutex *m = NULL;
   rc = zkr_mutex_new(&m, s, path, mo);
   zkr_mutex_opts_free(mo);
@@ -587,6 +600,18 @@ int main(int argc, char **argv) {
   int code = WIFEXITED(status)     ? WEXITSTATUS(status)
              : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                    : EX_SOFTWARE;
+  /* The connection is down: wait for the verdict (reconnected: still
+   * held; or lost), so that the exit status says whether COMMAND may have
+   * run without the lock, and so that the release below reaches the
+   * server now rather than the lock staying blocked until our session
+   * expires. At most one session timeout. */
+  int64_t verdict_by = now_ms() + zkr_session_timeout(s);
+  while (!lost && zkr_mutex_state(m) == ZKR_LOCK_SUSPECT &&
+         now_ms() < verdict_by) {
+    struct pollfd pf = {wake_pipe[0], POLLIN, 0};
+    if (poll(&pf, 1, 100) > 0)
+      drain(wake_pipe[0]);
+  }
   if (!lost && zkr_mutex_state(m) == ZKR_LOCK_LOST) {
     lost = 1;
     msg("lock %s was lost while %s ran (session expired or node deleted)", path,
@@ -597,6 +622,10 @@ int main(int argc, char **argv) {
     msg("released %s after %.3f s", path,
         (double)(now_ms() - started) / 1000.0);
   zkr_mutex_free(m);
+  /* Closing a connected session makes the server delete our node at once;
+   * a disconnected one leaves it until the session expires. */
+  if (zkr_session_state_get(s) == ZKR_STATE_SUSPENDED)
+    zkr_session_wait_connected(s, zkr_session_timeout(s));
   zkr_session_close(s);
   if (lost) {
     if (verbose)

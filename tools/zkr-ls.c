@@ -69,14 +69,14 @@ static int64_t wall_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* 1 if @name ends in a ZooKeeper sequence number (10 digits, or a minus
- * sign and 10 digits once the counter wrapped). */
+/* 1 if @name ends in a ZooKeeper sequence number: "%010d", so 10 digits,
+ * or a minus sign and 9 digits once the counter wrapped past 2^31-1. */
 static int has_seq(const char *name) {
   size_t n = strlen(name);
   if (n < 10)
     return 0;
   for (size_t i = n - 10; i < n; i++)
-    if (!isdigit((unsigned char)name[i]))
+    if (!isdigit((unsigned char)name[i]) && !(i == n - 10 && name[i] == '-'))
       return 0;
   return 1;
 }
