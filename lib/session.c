@@ -929,12 +929,27 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   return ZKR_OK;
 }
 
+static int bg_pending_now_locked(zkr_session *s);
+
 int zkr_session_close(zkr_session *s) {
   if (!s)
     return ZKR_OK;
   if (zkr__tls_in_callback)
     return ZKR_EDEADLK;
   pthread_mutex_lock(&s->mu);
+  if (s->closing) {
+    pthread_mutex_unlock(&s->mu);
+    return ZKR_ECLOSED;
+  }
+  /* Let releases still on their way reach the server first: a closed
+   * session's nodes go at once only if closeSession arrives, and a node
+   * left behind blocks the next contender until the session expires.
+   * Bounded by half the session timeout. */
+  int64_t until = zkr__now_ms() + s->timeout_ms / 2;
+  while (!s->closing && bg_pending_now_locked(s) &&
+         (s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) &&
+         zkr__now_ms() < until)
+    zkr__cond_wait_until(&s->cv, &s->mu, until);
   if (s->closing) {
     pthread_mutex_unlock(&s->mu);
     return ZKR_ECLOSED;
@@ -1231,8 +1246,17 @@ static void bg_done(zkr_session *s, struct bgdel *b, int rc) {
       zkr__log(ZKR_LOG_WARN, "background delete of %s failed: %s", b->path,
                zerror(rc));
     bg_unlink_free_locked(s, b);
+    pthread_cond_broadcast(&s->cv); /* zkr_session_close() may wait */
   }
   pthread_mutex_unlock(&s->mu);
+}
+
+/* Under mu: background deletions of the current session still to do. */
+static int bg_pending_now_locked(zkr_session *s) {
+  for (struct bgdel *b = s->bgdels; b; b = b->next)
+    if (b->gen == s->gen)
+      return 1;
+  return 0;
 }
 
 static void bg_void_cb(int rc, const void *data) {

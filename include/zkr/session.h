@@ -149,7 +149,9 @@ ZKR_EXTERN int zkr_session_new(zkr_session **out, const char *hosts,
  * and future operations of every recipe on it fail with ZKR_ECLOSED, calls
  * blocked in zkr_session_wait_connected() return ZKR_ECLOSED, and listeners
  * get ZKR_EV_CLOSED as their last event (with the id of the session that
- * was open, or 0). Recipe objects still holding the session stay valid
+ * was open, or 0). Releases still being sent to the server are waited
+ * for first, at most half the session timeout. Recipe objects still
+ * holding the session stay valid
  * until freed; the memory goes with the last of them. Like free(), it ends
  * the caller's use of @s: no call on @s may start after it (except through
  * recipe objects, which keep their own reference).
