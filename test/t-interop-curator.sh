@@ -250,12 +250,13 @@ wait_line "$d/zh.out" '^HELD ' 10
 ok $? "zkr holder (lockworker --hold-forever) holds $L"
 zh_node=$(awk '$1 == "HELD" { print $2; exit }' "$d/zh.out")
 
-# A Curator acquirer with a 2.5 s timeout queues behind it, and a zkr waiter
+# A Curator acquirer with a 6 s timeout (room for a loaded machine) queues
+# behind it, and a zkr waiter
 # behind that one. Then a setData on the holder's node (what Curator's
 # Revoker.attemptRevoke writes) fires the Curator waiter's data watch:
 # Curator must look again, find the holder still there and watch it again,
 # not take the lock.
-cur --path "$L" --timeout-ms 2500 >"$d/ca.out" 2>"$d/ca.err" &
+cur --path "$L" --timeout-ms 6000 >"$d/ca.out" 2>"$d/ca.err" &
 ca=$!
 pids+=("$ca")
 zw=
@@ -264,8 +265,8 @@ if [ "$(kz wait-count "$L" 2 10)" = 2 ]; then
 	zw=$!
 	pids+=("$zw")
 fi
-[ -n "$zw" ] && [ "$(kz wait-count "$L" 3 5)" = 3 ] && watched "$zh_node" 2 &&
-	kz set "$zh_node" __REVOKE__ && watched "$zh_node" 2 &&
+[ -n "$zw" ] && [ "$(kz wait-count "$L" 3 5)" = 3 ] && watched "$zh_node" 5 &&
+	kz set "$zh_node" __REVOKE__ && watched "$zh_node" 5 &&
 	[ "$(kz count "$L")" = 3 ] && ! pid_gone "$ca"
 ok $? "a setData on the zkr holder's node wakes the queued Curator waiter, which watches it again and stays queued"
 
@@ -433,7 +434,7 @@ log=$d/zc.log
 cur --path "$L" --log "$log" --wait-file "$d/go.zc" >"$d/zc-c.out" 2>"$d/zc-c.err" &
 zc_c=$!
 pids+=("$zc_c")
-zkr --path "$L" --log "$log" --hold-ms 1500 >"$d/zc-z.out" 2>"$d/zc-z.err" &
+zkr --path "$L" --log "$log" --hold-ms 5000 >"$d/zc-z.out" 2>"$d/zc-z.err" &
 zc_z=$!
 pids+=("$zc_z")
 node=
@@ -441,7 +442,7 @@ if wait_line "$log" '^ACQ' 10; then
 	node=$(kz names "$L" | head -n 1)
 	touch "$d/go.zc"
 fi
-[ -n "$node" ] && [ "$(kz wait-count "$L" 2 10)" = 2 ] && watched "$L/$node" 2 &&
+[ -n "$node" ] && [ "$(kz wait-count "$L" 2 10)" = 2 ] && watched "$L/$node" 5 &&
 	! grep -q '^REL' "$log"
 ok $? "a Curator waiter queues behind a zkr holder, with a data watch on the holder's node"
 
@@ -460,7 +461,7 @@ ok $? "zkr's release wakes the Curator waiter, which acquires ${lag:-?} ms after
 # ------------------------------------------- a Curator release wakes zkr
 L=/interop/curator-wakes-zkr
 log=$d/cz.log
-cur --path "$L" --log "$log" --hold-ms 1500 >"$d/cz-c.out" 2>"$d/cz-c.err" &
+cur --path "$L" --log "$log" --hold-ms 5000 >"$d/cz-c.out" 2>"$d/cz-c.err" &
 cz_c=$!
 pids+=("$cz_c")
 cz_z=
@@ -470,7 +471,7 @@ if wait_line "$log" '^ACQ' 15; then
 	cz_z=$!
 	pids+=("$cz_z")
 fi
-[ -n "$cz_z" ] && [ "$(kz wait-count "$L" 2 5)" = 2 ] && watched "$L/$node" 2 &&
+[ -n "$cz_z" ] && [ "$(kz wait-count "$L" 2 5)" = 2 ] && watched "$L/$node" 5 &&
 	! grep -q '^REL' "$log"
 ok $? "a zkr waiter queues behind a Curator holder, watching the holder's node"
 
