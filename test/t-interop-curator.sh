@@ -455,7 +455,7 @@ lag=$(awk -v c="$zc_c" -v z="$zc_z" '
 	$1 == "REL" && $2 == z { rel = $5 }
 	$1 == "ACQ" && $2 == c && rel != "" { print $5 - rel; exit }' "$log")
 [ $rz -eq 0 ] && [ $rc -eq 0 ] && [ "$(check_log "$log")" = "ok $zc_z $zc_c" ] &&
-	[ -n "$lag" ] && [ "$lag" -lt 2000 ]
+	[ -n "$lag" ] && [ "$lag" -lt 10000 ] # a bound, not a speed claim (loaded CI)
 ok $? "zkr's release wakes the Curator waiter, which acquires ${lag:-?} ms after it (exits $rz $rc)"
 
 # ------------------------------------------- a Curator release wakes zkr
@@ -486,7 +486,7 @@ lag=$(awk -v c="$cz_c" -v z="$cz_z" '
 	$1 == "REL" && $2 == c { rel = $5 }
 	$1 == "ACQ" && $2 == z && rel != "" { print $5 - rel; exit }' "$log")
 [ $rz -eq 0 ] && [ $rc -eq 0 ] && [ "$(check_log "$log")" = "ok $cz_c $cz_z" ] &&
-	[ -n "$lag" ] && [ "$lag" -lt 2000 ]
+	[ -n "$lag" ] && [ "$lag" -lt 10000 ] # a bound, not a speed claim (loaded CI)
 ok $? "Curator's release (delete) wakes the zkr waiter, which acquires ${lag:-?} ms after it (exits $rc $rz)"
 
 [ "$(kz wait-count /interop/zkr-wakes-curator 0 5)" = 0 ] &&
