@@ -1,0 +1,320 @@
+/*
+ * CuratorBench: the Apache Curator worker of the zkr benchmark. Same command
+ * line, modes, synchronisation files and output as bench/driver.c (read its
+ * header comment), with Curator 5.4's InterProcessMutex:
+ *
+ *   java -cp BUILD:JARS CuratorBench MODE --servers HOSTS --path PATH [...]
+ *
+ * Every contender is an InterProcessMutex on a CuratorFramework built with
+ * the defaults except the session timeout (and ExponentialBackoffRetry, which
+ * the builder requires). Blocking acquire() only: Curator has no
+ * asynchronous acquisition, so s4wait runs a thread per waiter.
+ */
+
+import java.io.FileWriter;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.KeeperException;
+
+public final class CuratorBench {
+  static String servers, path, outFile, syncDir, locks = "1000,10000";
+  static String id = "0";
+  static long cycles = 2000, durationMs = 10000, warmup = 0, sessions = 1,
+      waiters = 1000, sessionMs = 10000;
+  static PrintWriter out;
+
+  static void die(String msg) {
+    System.err.println("curator-bench: " + msg);
+    System.err.flush();
+    Runtime.getRuntime().halt(1);
+  }
+
+  static CuratorFramework connect() throws InterruptedException {
+    CuratorFramework c = CuratorFrameworkFactory.builder()
+                             .connectString(servers)
+                             .sessionTimeoutMs((int) sessionMs)
+                             .connectionTimeoutMs(30000)
+                             .retryPolicy(new ExponentialBackoffRetry(100, 3))
+                             .build();
+    c.start();
+    if (!c.blockUntilConnected(30, TimeUnit.SECONDS))
+      die("no connection to " + servers + " within 30 s");
+    return c;
+  }
+
+  static void touch(String what) throws IOException {
+    if (syncDir == null)
+      return;
+    Path p = Paths.get(syncDir, what + "." + id);
+    Path tmp = Paths.get(syncDir, what + "." + id + ".tmp");
+    Files.write(tmp, new byte[0]);
+    Files.move(tmp, p, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  static long waitFor(String name) throws Exception {
+    if (syncDir == null)
+      return System.nanoTime();
+    Path p = Paths.get(syncDir, name);
+    while (!Files.exists(p))
+      Thread.sleep(5);
+    String s = new String(Files.readAllBytes(p), StandardCharsets.US_ASCII)
+                   .trim();
+    return s.isEmpty() ? 0 : Long.parseLong(s);
+  }
+
+  static void sleepUntil(long t) throws InterruptedException {
+    long d;
+    while ((d = t - System.nanoTime()) > 0)
+      Thread.sleep(d / 1000000, (int) (d % 1000000));
+  }
+
+  static long rssKb() throws IOException {
+    for (String l : Files.readAllLines(Paths.get("/proc/self/status")))
+      if (l.startsWith("VmRSS:"))
+        return Long.parseLong(l.replaceAll("[^0-9]", ""));
+    return -1;
+  }
+
+  static int countChildren(CuratorFramework c, String p) throws Exception {
+    try {
+      return c.getChildren().forPath(p).size();
+    } catch (KeeperException.NoNodeException e) {
+      return 0;
+    }
+  }
+
+  static void cycle(InterProcessMutex m) throws Exception {
+    m.acquire();
+    m.release();
+  }
+
+  static void s1() throws Exception {
+    CuratorFramework c = connect();
+    InterProcessMutex m = new InterProcessMutex(c, path);
+    for (long i = 0; i < warmup; i++)
+      cycle(m);
+    long[] t = new long[(int) cycles];
+    touch("ready");
+    waitFor("go");
+    for (int i = 0; i < cycles; i++) {
+      long t0 = System.nanoTime();
+      cycle(m);
+      t[i] = System.nanoTime() - t0;
+    }
+    touch("done");
+    for (long v : t)
+      out.println("sample " + v);
+    waitFor("end");
+    c.close();
+  }
+
+  static void s2() throws Exception {
+    CuratorFramework c = connect();
+    InterProcessMutex w = new InterProcessMutex(c, path + "-w" + id);
+    for (long i = 0; i < warmup; i++)
+      cycle(w);
+    InterProcessMutex m = new InterProcessMutex(c, path);
+    long[] t = new long[1 << 16];
+    int n = 0;
+    touch("ready");
+    long t0 = waitFor("go");
+    long end = t0 + durationMs * 1000000L;
+    sleepUntil(t0);
+    for (;;) {
+      long treq = System.nanoTime();
+      if (treq >= end)
+        break;
+      m.acquire();
+      long tacq = System.nanoTime();
+      m.release();
+      if (2 * n + 2 > t.length)
+        t = java.util.Arrays.copyOf(t, t.length * 2);
+      t[2 * n] = treq;
+      t[2 * n + 1] = tacq;
+      n++;
+    }
+    touch("done");
+    for (int i = 0; i < n; i++)
+      out.println("acq " + t[2 * i] + " " + t[2 * i + 1]);
+    waitFor("end");
+    c.close();
+  }
+
+  static void hold() throws Exception {
+    CuratorFramework c = connect();
+    InterProcessMutex m = new InterProcessMutex(c, path);
+    m.acquire();
+    touch("ready");
+    waitFor("go");
+    long t = System.nanoTime();
+    m.release();
+    touch("done");
+    out.println("release " + t);
+    waitFor("end");
+    c.close();
+  }
+
+  static void herd() throws Exception {
+    int k = (int) sessions;
+    List<CuratorFramework> cs = new ArrayList<>();
+    for (int i = 0; i < k; i++)
+      cs.add(connect());
+    long[] tacq = new long[k];
+    AtomicInteger failed = new AtomicInteger();
+    CountDownLatch started = new CountDownLatch(k);
+    CountDownLatch finished = new CountDownLatch(k);
+    for (int i = 0; i < k; i++) {
+      final int j = i;
+      final InterProcessMutex m = new InterProcessMutex(cs.get(i), path);
+      Thread th = new Thread(() -> {
+        started.countDown();
+        try {
+          m.acquire();
+          tacq[j] = System.nanoTime();
+          m.release();
+        } catch (Exception e) {
+          System.err.println("curator-bench: waiter " + j + ": " + e);
+          failed.incrementAndGet();
+        }
+        finished.countDown();
+      });
+      th.setDaemon(true);
+      th.start();
+    }
+    started.await();
+    touch("ready");
+    finished.await();
+    touch("done");
+    for (int i = 0; i < k; i++)
+      if (tacq[i] != 0)
+        out.println("acq " + tacq[i]);
+    waitFor("end");
+    for (CuratorFramework c : cs)
+      c.close();
+    if (failed.get() > 0)
+      die(failed.get() + " waiters failed");
+  }
+
+  static void s4held() throws Exception {
+    CuratorFramework c = connect();
+    cycle(new InterProcessMutex(c, path + "/warm"));
+    System.gc();
+    out.println("rss_base " + rssKb());
+    List<InterProcessMutex> held = new ArrayList<>();
+    long t0 = System.nanoTime();
+    int n = 0;
+    for (String mark : locks.split(",")) {
+      int upto = Integer.parseInt(mark);
+      for (; n < upto; n++) {
+        InterProcessMutex m = new InterProcessMutex(c, path + "/l" + n);
+        m.acquire();
+        held.add(m);
+      }
+      System.gc();
+      out.println("rss " + n + " " + rssKb());
+    }
+    out.println("elapsed_ns " + (System.nanoTime() - t0));
+    out.flush();
+    c.close();
+  }
+
+  static void s4wait() throws Exception {
+    CuratorFramework c = connect();
+    cycle(new InterProcessMutex(c, path + "-warm"));
+    InterProcessMutex holder = new InterProcessMutex(c, path);
+    holder.acquire();
+    countChildren(c, path);
+    System.gc();
+    out.println("rss_base " + rssKb());
+    AtomicInteger failed = new AtomicInteger();
+    for (int i = 0; i < waiters; i++) {
+      final InterProcessMutex m = new InterProcessMutex(c, path);
+      Thread th = new Thread(() -> {
+        try {
+          m.acquire();
+        } catch (Exception e) {
+          failed.incrementAndGet();
+        }
+      });
+      th.setDaemon(true);
+      th.start();
+    }
+    long deadline = System.nanoTime() + 120_000_000_000L;
+    int n;
+    while ((n = countChildren(c, path)) < waiters + 1) {
+      if (System.nanoTime() > deadline)
+        die("only " + n + " contenders queued after 120 s");
+      Thread.sleep(100);
+    }
+    Thread.sleep(1000);
+    if (failed.get() > 0)
+      die(failed.get() + " waiters failed");
+    System.gc();
+    out.println("rss_waiters " + waiters + " " + rssKb());
+    out.flush();
+    out.close();
+    Runtime.getRuntime().halt(0);
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 1)
+      die("usage: CuratorBench MODE --servers HOSTS --path PATH [...]");
+    String mode = args[0];
+    for (int i = 1; i + 1 < args.length; i += 2) {
+      String a = args[i], v = args[i + 1];
+      switch (a) {
+      case "--servers": servers = v; break;
+      case "--path": path = v; break;
+      case "--out": outFile = v; break;
+      case "--sync": syncDir = v; break;
+      case "--id": id = v; break;
+      case "--locks": locks = v; break;
+      case "--cycles": cycles = Long.parseLong(v); break;
+      case "--duration-ms": durationMs = Long.parseLong(v); break;
+      case "--warmup": warmup = Long.parseLong(v); break;
+      case "--sessions": sessions = Long.parseLong(v); break;
+      case "--waiters": waiters = Long.parseLong(v); break;
+      case "--session-ms": sessionMs = Long.parseLong(v); break;
+      default: die("unknown option " + a);
+      }
+    }
+    if (servers == null || path == null)
+      die("--servers and --path are required");
+    out = outFile == null ? new PrintWriter(System.out)
+                          : new PrintWriter(new FileWriter(outFile));
+    try {
+      switch (mode) {
+      case "s1": s1(); break;
+      case "s2": s2(); break;
+      case "hold": hold(); break;
+      case "herd": herd(); break;
+      case "s4held": s4held(); break;
+      case "s4wait": s4wait(); break;
+      default: die("unknown mode " + mode);
+      }
+    } catch (Exception e) {
+      e.printStackTrace();
+      die(mode + ": " + e);
+    }
+    out.flush();
+    if (out.checkError())
+      die("cannot write the output");
+    out.close();
+    System.exit(0);
+  }
+}

@@ -1,0 +1,43 @@
+/*
+ * bench.h - the lock back end a benchmark worker drives.
+ *
+ * One worker program (bench/driver.c) is linked twice: with bench/impl-zkr.c
+ * (zkr's public API) into bench/zkr-bench, and with bench/impl-raw.c (plain
+ * libzookeeper_mt, the "raw floor") into bench/raw-bench. The Curator and
+ * kazoo harnesses (bench/CuratorBench.java, bench/kazoo_bench.py) implement
+ * the same command line and output by hand.
+ */
+#ifndef ZKR_BENCH_H
+#define ZKR_BENCH_H
+
+#include <stdint.h>
+
+typedef struct bsess bsess; /* one ZooKeeper session */
+typedef struct block block; /* one contender object on one lock path */
+
+/* The implementation's name in result lines: "zkr" or "raw". */
+extern const char *const b_impl;
+
+/* Each returns 0 on success, or a non-zero code b_strerror() explains. */
+int b_connect(const char *hosts, int session_ms, bsess **out);
+void b_close(bsess *s);
+int b_lock_new(bsess *s, const char *path, block **out);
+int b_acquire(block *l); /* blocks until held */
+int b_release(block *l);
+void b_lock_free(block *l);
+const char *b_strerror(int rc);
+
+/* Optional: start an acquisition without a thread of the caller's; @fn runs
+ * on a library thread when it ends. NULL when the back end has none (the
+ * driver then uses one thread per waiter). */
+typedef void (*b_done_fn)(void *ud, int rc);
+extern int (*const b_acquire_async)(block *l, b_done_fn fn, void *ud);
+
+/* The number of children of @path (the sequence nodes of a lock), or -1. */
+int b_count_children(bsess *s, const char *path);
+
+/* Monotonic clock (CLOCK_MONOTONIC), nanoseconds: the same clock as Java's
+ * System.nanoTime() and Python's time.monotonic_ns() on Linux. */
+int64_t b_now_ns(void);
+
+#endif /* ZKR_BENCH_H */

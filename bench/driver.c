@@ -1,0 +1,523 @@
+/*
+ * driver.c - one benchmark worker process: the scenarios of scripts/bench,
+ * over the lock back end of bench.h (zkr, or the raw libzookeeper floor).
+ *
+ *   zkr-bench|raw-bench MODE --servers HOSTS --path PATH [options]
+ *
+ * Modes (bench/CuratorBench.java and bench/kazoo_bench.py take the same):
+ *   s1      acquire+release --cycles N times on PATH, one session; output
+ *           "sample NS" per cycle
+ *   s2      acquire+release PATH in a loop from the start time T0 (the
+ *           go file) until T0 + --duration-ms; output "acq T_REQ T_ACQ"
+ *           per acquisition (monotonic ns: asked, got it)
+ *   hold    acquire PATH and hold it until the go file appears, then
+ *           release; output "release T"
+ *   herd    --sessions K sessions, one waiter each on PATH, each acquiring
+ *           once and releasing at once; output "acq T_ACQ" per waiter
+ *   s4held  one session holding locks on PATH/l0, PATH/l1, ...; output
+ *           "rss_base KB", then "rss N KB" after each count of --locks
+ *           (a comma list, e.g. 1000,10000)
+ *   s4wait  one session: hold PATH, then --waiters W more contenders on
+ *           PATH (asynchronous acquisitions if the back end has them, else
+ *           a thread each); output "rss_base KB" and "rss_waiters W KB"
+ *   count   print the number of children of PATH
+ *   now     print the monotonic clock in ns
+ *
+ * Synchronisation with scripts/bench, through files in --sync DIR:
+ *   DIR/ready.ID  written when connected, warmed up and set up
+ *   DIR/go        waited for (it holds the start time T0 in monotonic ns)
+ *   DIR/done.ID   written when the measured part is over
+ *   DIR/end       waited for before closing the sessions, so the server's
+ *                 counters can be read with nothing but our work in them
+ * Other options: --out FILE (the output; default stdout), --id ID,
+ * --warmup N (cycles before ready, on PATH for s1, on PATH-wID for s2;
+ * default 0), --session-ms MS (default 10000).
+ * Exit status 0, 1 on a failure (the reason on stderr), 64 on bad usage.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static const char *o_servers, *o_path, *o_out, *o_sync, *o_locks;
+static const char *o_id = "0";
+static long o_cycles = 2000, o_duration_ms = 10000, o_warmup, o_sessions = 1,
+            o_waiters = 1000, o_session_ms = 10000;
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s-bench: ", b_impl);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(1);
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: %s-bench s1|s2|hold|herd|s4held|s4wait|count|now "
+          "--servers HOSTS --path PATH [--out FILE] [--sync DIR] [--id ID]\n"
+          "  [--cycles N] [--duration-ms MS] [--warmup N] [--sessions K]\n"
+          "  [--locks N,N...] [--waiters W] [--session-ms MS]\n",
+          b_impl);
+  exit(64);
+}
+
+static void sleep_ns(int64_t ns) {
+  if (ns <= 0)
+    return;
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+    ;
+}
+
+/* ---------------------------------------------------------------- sync */
+
+static void sync_touch(const char *what) {
+  if (!o_sync)
+    return;
+  char p[4096], tmp[4200];
+  snprintf(p, sizeof p, "%s/%s.%s", o_sync, what, o_id);
+  snprintf(tmp, sizeof tmp, "%s.tmp", p);
+  FILE *f = fopen(tmp, "w");
+  if (!f || fclose(f) != 0 || rename(tmp, p) != 0)
+    die("cannot write %s: %s", p, strerror(errno));
+}
+
+/* Wait for DIR/NAME; returns the number in it (0 if none). */
+static int64_t sync_wait(const char *name) {
+  if (!o_sync)
+    return b_now_ns();
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", o_sync, name);
+  for (;;) {
+    FILE *f = fopen(p, "r");
+    if (f) {
+      long long v = 0;
+      if (fscanf(f, "%lld", &v) != 1)
+        v = 0;
+      fclose(f);
+      return v;
+    }
+    sleep_ns(5000000);
+  }
+}
+
+/* ---------------------------------------------------------------- output */
+
+static FILE *out;
+
+static void open_out(void) {
+  out = stdout;
+  if (o_out && !(out = fopen(o_out, "w")))
+    die("cannot open %s: %s", o_out, strerror(errno));
+}
+
+static void close_out(void) {
+  if (fflush(out) != 0 || (out != stdout && fclose(out) != 0))
+    die("cannot write the output: %s", strerror(errno));
+}
+
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static bsess *connect_or_die(void) {
+  bsess *s;
+  int rc = b_connect(o_servers, (int)o_session_ms, &s);
+  if (rc)
+    die("connect %s: %s", o_servers, b_strerror(rc));
+  return s;
+}
+
+static block *lock_or_die(bsess *s, const char *path) {
+  block *l;
+  int rc = b_lock_new(s, path, &l);
+  if (rc)
+    die("lock %s: %s", path, b_strerror(rc));
+  return l;
+}
+
+static void cycle_or_die(block *l) {
+  int rc = b_acquire(l);
+  if (rc)
+    die("acquire: %s", b_strerror(rc));
+  rc = b_release(l);
+  if (rc)
+    die("release: %s", b_strerror(rc));
+}
+
+static void warm(bsess *s, const char *path) {
+  block *l = lock_or_die(s, path);
+  for (long i = 0; i < o_warmup; i++)
+    cycle_or_die(l);
+  b_lock_free(l);
+}
+
+/* ---------------------------------------------------------------- s1 */
+
+static int run_s1(void) {
+  bsess *s = connect_or_die();
+  block *l = lock_or_die(s, o_path);
+  for (long i = 0; i < o_warmup; i++) /* the same object: the parent exists */
+    cycle_or_die(l);
+  int64_t *t = calloc((size_t)o_cycles, sizeof *t);
+  if (!t)
+    die("out of memory");
+  sync_touch("ready");
+  sync_wait("go");
+  for (long i = 0; i < o_cycles; i++) {
+    int64_t t0 = b_now_ns();
+    cycle_or_die(l);
+    t[i] = b_now_ns() - t0;
+  }
+  sync_touch("done");
+  for (long i = 0; i < o_cycles; i++)
+    fprintf(out, "sample %" PRId64 "\n", t[i]);
+  sync_wait("end");
+  b_lock_free(l);
+  b_close(s);
+  free(t);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- s2 */
+
+static int run_s2(void) {
+  bsess *s = connect_or_die();
+  char wpath[2048];
+  snprintf(wpath, sizeof wpath, "%s-w%s", o_path, o_id);
+  warm(s, wpath);
+  block *l = lock_or_die(s, o_path);
+  size_t cap = 4096, n = 0;
+  int64_t *t = malloc(cap * 2 * sizeof *t);
+  if (!t)
+    die("out of memory");
+  sync_touch("ready");
+  int64_t t0 = sync_wait("go");
+  int64_t end = t0 + o_duration_ms * 1000000;
+  sleep_ns(t0 - b_now_ns());
+  for (;;) {
+    int64_t treq = b_now_ns();
+    if (treq >= end)
+      break;
+    int rc = b_acquire(l);
+    if (rc)
+      die("acquire: %s", b_strerror(rc));
+    int64_t tacq = b_now_ns();
+    rc = b_release(l);
+    if (rc)
+      die("release: %s", b_strerror(rc));
+    if (n == cap) {
+      cap *= 2;
+      if (!(t = realloc(t, cap * 2 * sizeof *t)))
+        die("out of memory");
+    }
+    t[2 * n] = treq;
+    t[2 * n + 1] = tacq;
+    n++;
+  }
+  sync_touch("done");
+  for (size_t i = 0; i < n; i++)
+    fprintf(out, "acq %" PRId64 " %" PRId64 "\n", t[2 * i], t[2 * i + 1]);
+  sync_wait("end");
+  b_lock_free(l);
+  b_close(s);
+  free(t);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- hold */
+
+static int run_hold(void) {
+  bsess *s = connect_or_die();
+  block *l = lock_or_die(s, o_path);
+  int rc = b_acquire(l);
+  if (rc)
+    die("acquire: %s", b_strerror(rc));
+  sync_touch("ready");
+  sync_wait("go");
+  int64_t t = b_now_ns();
+  rc = b_release(l);
+  if (rc)
+    die("release: %s", b_strerror(rc));
+  sync_touch("done");
+  fprintf(out, "release %" PRId64 "\n", t);
+  sync_wait("end");
+  b_lock_free(l);
+  b_close(s);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- herd */
+
+struct waiter {
+  pthread_t th;
+  bsess *s;
+  block *l;
+  int64_t tacq;
+  int rc;
+};
+
+static pthread_mutex_t herd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t herd_cv = PTHREAD_COND_INITIALIZER;
+static long herd_started, herd_finished;
+
+static void *herd_thread(void *arg) {
+  struct waiter *w = arg;
+  pthread_mutex_lock(&herd_mu);
+  herd_started++;
+  pthread_cond_broadcast(&herd_cv);
+  pthread_mutex_unlock(&herd_mu);
+  w->rc = b_acquire(w->l);
+  w->tacq = b_now_ns();
+  if (w->rc == 0)
+    w->rc = b_release(w->l);
+  pthread_mutex_lock(&herd_mu);
+  herd_finished++;
+  pthread_cond_broadcast(&herd_cv);
+  pthread_mutex_unlock(&herd_mu);
+  return NULL;
+}
+
+static int run_herd(void) {
+  long k = o_sessions;
+  struct waiter *w = calloc((size_t)k, sizeof *w);
+  if (!w)
+    die("out of memory");
+  for (long i = 0; i < k; i++) {
+    w[i].s = connect_or_die();
+    w[i].l = lock_or_die(w[i].s, o_path);
+  }
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 256 * 1024);
+  for (long i = 0; i < k; i++)
+    if (pthread_create(&w[i].th, &a, herd_thread, &w[i]) != 0)
+      die("pthread_create failed");
+  pthread_mutex_lock(&herd_mu);
+  while (herd_started < k)
+    pthread_cond_wait(&herd_cv, &herd_mu);
+  pthread_mutex_unlock(&herd_mu);
+  sync_touch("ready");
+  pthread_mutex_lock(&herd_mu);
+  while (herd_finished < k)
+    pthread_cond_wait(&herd_cv, &herd_mu);
+  pthread_mutex_unlock(&herd_mu);
+  sync_touch("done");
+  int failed = 0;
+  for (long i = 0; i < k; i++) {
+    pthread_join(w[i].th, NULL);
+    if (w[i].rc) {
+      fprintf(stderr, "%s-bench: waiter %ld: %s\n", b_impl, i,
+              b_strerror(w[i].rc));
+      failed = 1;
+    } else
+      fprintf(out, "acq %" PRId64 "\n", w[i].tacq);
+  }
+  sync_wait("end");
+  for (long i = 0; i < k; i++) {
+    b_lock_free(w[i].l);
+    b_close(w[i].s);
+  }
+  free(w);
+  return failed;
+}
+
+/* ---------------------------------------------------------------- s4 */
+
+static int run_s4held(void) {
+  long marks[16];
+  int nm = 0;
+  const char *p = o_locks ? o_locks : "1000,10000";
+  while (*p && nm < 16) {
+    char *e;
+    marks[nm] = strtol(p, &e, 10);
+    if (e == p || marks[nm] <= 0 || (nm > 0 && marks[nm] <= marks[nm - 1]))
+      usage();
+    nm++;
+    p = *e == ',' ? e + 1 : e;
+  }
+  bsess *s = connect_or_die();
+  char path[2048];
+  snprintf(path, sizeof path, "%s/warm", o_path);
+  warm(s, path);
+  fprintf(out, "rss_base %ld\n", rss_kb());
+  long n = 0;
+  int64_t t0 = b_now_ns();
+  for (int m = 0; m < nm; m++) {
+    for (; n < marks[m]; n++) {
+      snprintf(path, sizeof path, "%s/l%ld", o_path, n);
+      block *l = lock_or_die(s, path);
+      int rc = b_acquire(l);
+      if (rc)
+        die("acquire %s: %s", path, b_strerror(rc));
+    }
+    fprintf(out, "rss %ld %ld\n", n, rss_kb());
+  }
+  fprintf(out, "elapsed_ns %" PRId64 "\n", b_now_ns() - t0);
+  close_out();
+  /* The held locks go with the session; their objects with the process. */
+  b_close(s);
+  return 0;
+}
+
+static pthread_mutex_t s4_mu = PTHREAD_MUTEX_INITIALIZER;
+static long s4_failed;
+
+static void s4_done(void *ud, int rc) {
+  (void)ud;
+  if (rc) {
+    pthread_mutex_lock(&s4_mu);
+    s4_failed++;
+    pthread_mutex_unlock(&s4_mu);
+  }
+}
+
+static void *s4_thread(void *arg) {
+  s4_done(NULL, b_acquire(arg));
+  return NULL;
+}
+
+static int run_s4wait(void) {
+  bsess *s = connect_or_die();
+  char path[2048];
+  snprintf(path, sizeof path, "%s-warm", o_path);
+  warm(s, path);
+  block *holder = lock_or_die(s, o_path);
+  int rc = b_acquire(holder);
+  if (rc)
+    die("acquire: %s", b_strerror(rc));
+  /* the first count may open a connection of its own: before the baseline */
+  if (b_count_children(s, o_path) < 0)
+    die("cannot list %s", o_path);
+  fprintf(out, "rss_base %ld\n", rss_kb());
+  for (long i = 0; i < o_waiters; i++) {
+    block *l = lock_or_die(s, o_path);
+    if (b_acquire_async) {
+      rc = b_acquire_async(l, s4_done, NULL);
+      if (rc)
+        die("acquire_async: %s", b_strerror(rc));
+    } else {
+      pthread_t th;
+      if (pthread_create(&th, NULL, s4_thread, l) != 0)
+        die("pthread_create failed after %ld threads", i);
+      pthread_detach(th);
+    }
+  }
+  int64_t deadline = b_now_ns() + 120 * (int64_t)1000000000;
+  int c;
+  while ((c = b_count_children(s, o_path)) < o_waiters + 1) {
+    if (b_now_ns() > deadline)
+      die("only %d of %ld contenders queued after 120 s", c, o_waiters + 1);
+    sleep_ns(100000000);
+  }
+  sleep_ns(1000000000); /* let the watches be set */
+  pthread_mutex_lock(&s4_mu);
+  long failed = s4_failed;
+  pthread_mutex_unlock(&s4_mu);
+  if (failed)
+    die("%ld waiters failed", failed);
+  fprintf(out, "rss_waiters %ld %ld\n", o_waiters, rss_kb());
+  close_out();
+  fflush(stderr);
+  /* Waiters are still blocked; the server drops everything with the
+   * session when the process ends. */
+  _exit(0);
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    usage();
+  const char *mode = argv[1];
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (i + 1 >= argc)
+      usage();
+    const char *v = argv[++i];
+    if (!strcmp(a, "--servers"))
+      o_servers = v;
+    else if (!strcmp(a, "--path"))
+      o_path = v;
+    else if (!strcmp(a, "--out"))
+      o_out = v;
+    else if (!strcmp(a, "--sync"))
+      o_sync = v;
+    else if (!strcmp(a, "--id"))
+      o_id = v;
+    else if (!strcmp(a, "--locks"))
+      o_locks = v;
+    else {
+      char *e;
+      long n = strtol(v, &e, 10);
+      if (*v == '\0' || *e != '\0' || n < 0)
+        usage();
+      if (!strcmp(a, "--cycles"))
+        o_cycles = n;
+      else if (!strcmp(a, "--duration-ms"))
+        o_duration_ms = n;
+      else if (!strcmp(a, "--warmup"))
+        o_warmup = n;
+      else if (!strcmp(a, "--sessions"))
+        o_sessions = n;
+      else if (!strcmp(a, "--waiters"))
+        o_waiters = n;
+      else if (!strcmp(a, "--session-ms"))
+        o_session_ms = n;
+      else
+        usage();
+    }
+  }
+  if (!strcmp(mode, "now")) {
+    printf("%" PRId64 "\n", b_now_ns());
+    return 0;
+  }
+  if (!o_servers || !o_path)
+    usage();
+  open_out();
+  int rc;
+  if (!strcmp(mode, "s1"))
+    rc = run_s1();
+  else if (!strcmp(mode, "s2"))
+    rc = run_s2();
+  else if (!strcmp(mode, "hold"))
+    rc = run_hold();
+  else if (!strcmp(mode, "herd"))
+    rc = run_herd();
+  else if (!strcmp(mode, "s4held"))
+    return run_s4held();
+  else if (!strcmp(mode, "s4wait"))
+    rc = run_s4wait();
+  else if (!strcmp(mode, "count")) {
+    bsess *s = connect_or_die();
+    fprintf(out, "%d\n", b_count_children(s, o_path));
+    b_close(s);
+    rc = 0;
+  } else
+    usage();
+  close_out();
+  return rc;
+}

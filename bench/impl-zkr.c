@@ -1,0 +1,141 @@
+/*
+ * impl-zkr.c - the zkr back end of the benchmark worker: zkr's public API
+ * only (<zkr/zkr.h>), with default options except the session timeout.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zookeeper/zookeeper.h>
+#include <zkr/zkr.h>
+
+#include "bench.h"
+
+const char *const b_impl = "zkr";
+
+struct bsess {
+  zkr_session *s;
+  char *hosts;
+  int session_ms;
+};
+
+struct block {
+  zkr_mutex *m;
+  b_done_fn fn;
+  void *ud;
+};
+
+int b_connect(const char *hosts, int session_ms, bsess **out) {
+  bsess *b = calloc(1, sizeof *b);
+  zkr_session_opts *o = NULL;
+  if (!b || !(b->hosts = strdup(hosts))) {
+    free(b);
+    return ZKR_ENOMEM;
+  }
+  b->session_ms = session_ms;
+  int rc = zkr_session_opts_new(&o);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_session_timeout(o, session_ms);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_connect_timeout(o, 30000);
+  if (rc == ZKR_OK)
+    rc = zkr_session_new(&b->s, hosts, o);
+  zkr_session_opts_free(o);
+  if (rc != ZKR_OK) {
+    free(b->hosts);
+    free(b);
+    return rc;
+  }
+  *out = b;
+  return 0;
+}
+
+void b_close(bsess *b) {
+  zkr_session_close(b->s);
+  free(b->hosts);
+  free(b);
+}
+
+int b_lock_new(bsess *b, const char *path, block **out) {
+  block *l = calloc(1, sizeof *l);
+  if (!l)
+    return ZKR_ENOMEM;
+  int rc = zkr_mutex_new(&l->m, b->s, path, NULL);
+  if (rc != ZKR_OK) {
+    free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+int b_acquire(block *l) {
+  return zkr_mutex_acquire(l->m, -1);
+}
+
+int b_release(block *l) {
+  return zkr_mutex_release(l->m);
+}
+
+void b_lock_free(block *l) {
+  zkr_mutex_free(l->m);
+  free(l);
+}
+
+const char *b_strerror(int rc) {
+  return zkr_strerror(rc);
+}
+
+static void async_done(zkr_mutex *m, int rc, void *ud) {
+  block *l = ud;
+  (void)m;
+  l->fn(l->ud, rc);
+}
+
+static int acquire_async(block *l, b_done_fn fn, void *ud) {
+  l->fn = fn;
+  l->ud = ud;
+  return zkr_mutex_acquire_async(l->m, -1, async_done, l);
+}
+
+int (*const b_acquire_async)(block *, b_done_fn, void *) = acquire_async;
+
+/* zkr has no call that only counts children (zkr_mutex_participants() also
+ * reads each node's data), so the benchmark's own plain ZooKeeper handle,
+ * opened on first use, counts them. */
+static zhandle_t *counter;
+static pthread_mutex_t counter_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int b_count_children(bsess *b, const char *path) {
+  pthread_mutex_lock(&counter_mu);
+  if (!counter) {
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    counter = zookeeper_init(b->hosts, NULL, b->session_ms, NULL, NULL, 0);
+    for (int i = 0;
+         counter && i < 3000 && zoo_state(counter) != ZOO_CONNECTED_STATE;
+         i++) {
+      struct timespec ts = {0, 10000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  pthread_mutex_unlock(&counter_mu);
+  if (!counter)
+    return -1;
+  struct String_vector v = {0, NULL};
+  int rc = zoo_get_children(counter, path, 0, &v);
+  if (rc == ZNONODE)
+    return 0;
+  if (rc != ZOK)
+    return -1;
+  int n = v.count;
+  deallocate_String_vector(&v);
+  return n;
+}
+
+int64_t b_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
