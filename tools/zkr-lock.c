@@ -383,6 +383,7 @@ int main(int argc, char **argv) {
     rc = zkr_mutex_opts_set_watch_node(mo, 1);
   if (rc != ZKR_OK) {
     msg("%s", zkr_strerror(rc));
+    zkr_mutex_opts_free(mo);
     return EX_SOFTWARE;
   }
 
@@ -394,6 +395,8 @@ int main(int argc, char **argv) {
     rc = zkr_session_opts_set_connect_timeout(so, (int)connect_ms);
   if (rc != ZKR_OK) {
     msg("%s", zkr_strerror(rc));
+    zkr_session_opts_free(so);
+    zkr_mutex_opts_free(mo);
     return EX_SOFTWARE;
   }
   zkr_session *s = NULL;
@@ -403,6 +406,7 @@ int main(int argc, char **argv) {
     usage_error("invalid servers '%s': %s", servers, zkr_strerror(rc));
   if (rc != ZKR_OK) {
     msg("cannot reach ZooKeeper at %s: %s", servers, zkr_strerror(rc));
+    zkr_mutex_opts_free(mo);
     return rc == ZKR_ENOMEM ? EX_SOFTWARE : EX_UNAVAILABLE;
   }
   if (verbose)
