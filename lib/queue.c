@@ -899,6 +899,43 @@ static void step_probe(zkr__queue *q) {
   }
 }
 
+/* Under mu: register our one watch on @path (taken over, may be NULL) with
+ * @wfn and send exists+watch with @efn as its completion; puts @zh back.
+ * Returns ZKR_ENOMEM (nothing registered, nothing sent) or ZKR_OK with
+ * *zrc the result of sending (not ZOK: the watch is dropped again). */
+static int set_watch(zkr__queue *q, zhandle_t *zh, char *path,
+                     zkr__watch_fn wfn, stat_completion_t efn, int *zrc) {
+  struct qctx *wc = path ? ctx_new(q) : NULL;
+  struct qctx *ec = wc ? ctx_new(q) : NULL;
+  uint64_t wid = 0;
+  if (!ec || zkr__watch_add(q->s, path, wfn, wc, &wid) != ZKR_OK) {
+    zkr__session_put_zh(q->s);
+    if (wc) {
+      q->refs--;
+      free(wc);
+    }
+    if (ec) {
+      q->refs--;
+      free(ec);
+    }
+    free(path);
+    return ZKR_ENOMEM;
+  }
+  wc->watch_id = wid;
+  ec->watch_id = wid;
+  q->watch_id = wid;
+  q->watch_ctx = wc;
+  q->watch_path = path;
+  *zrc = zoo_aexists(zh, path, 1, efn, ec);
+  zkr__session_put_zh(q->s);
+  if (*zrc != ZOK) {
+    q->refs--;
+    free(ec);
+    drop_watch(q, 0);
+  }
+  return ZKR_OK;
+}
+
 /* Under mu: watch the nearest remaining blocker (one exists+watch). */
 static void step_watch(zkr__queue *q) {
   drop_watch(q, 0);
@@ -911,39 +948,13 @@ static void step_watch(zkr__queue *q) {
   if (!zh)
     return;
   char *path = zkr__path_join(q->parent, q->preds[q->npreds - 1].name);
-  struct qctx *wc = path ? ctx_new(q) : NULL;
-  struct qctx *ec = wc ? ctx_new(q) : NULL;
-  uint64_t wid = 0;
-  if (!ec || zkr__watch_add(q->s, path, watch_cb, wc, &wid) != ZKR_OK) {
-    zkr__session_put_zh(q->s);
-    if (wc) {
-      q->refs--;
-      free(wc);
-    }
-    if (ec) {
-      q->refs--;
-      free(ec);
-    }
-    free(path);
+  int zrc;
+  if (set_watch(q, zh, path, watch_cb, exists_cb, &zrc) != ZKR_OK)
     finish(q, ZKR_ENOMEM);
-    return;
-  }
-  wc->watch_id = wid;
-  ec->watch_id = wid;
-  q->watch_id = wid;
-  q->watch_ctx = wc;
-  q->watch_path = path;
-  int rc = zoo_aexists(zh, path, 1, exists_cb, ec);
-  zkr__session_put_zh(q->s);
-  if (rc != ZOK) {
-    q->refs--;
-    free(ec);
-    drop_watch(q, 0);
-    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
-      pause_for_connection(q);
-    else
-      finish(q, zkr__from_zk(rc));
-  }
+  else if (zrc != ZOK && (zkr__retryable(zrc) || zrc == ZINVALIDSTATE))
+    pause_for_connection(q);
+  else if (zrc != ZOK)
+    finish(q, zkr__from_zk(zrc));
 }
 
 /* Under mu: continue a paused attempt now that the session is connected. */
@@ -1032,35 +1043,11 @@ static void arm_held_watch(zkr__queue *q) {
   zhandle_t *zh;
   if (zkr__session_get_zh(q->s, &zh, &gen) != ZKR_OK)
     return; /* disconnected: verify_cb arms it after reconnecting */
-  char *path = zkr__strdup(q->node_path);
-  struct qctx *wc = path ? ctx_new(q) : NULL;
-  struct qctx *ec = wc ? ctx_new(q) : NULL;
-  uint64_t wid = 0;
-  if (!ec || zkr__watch_add(q->s, path, held_watch_cb, wc, &wid) != ZKR_OK) {
-    zkr__session_put_zh(q->s);
-    if (wc) {
-      q->refs--;
-      free(wc);
-    }
-    if (ec) {
-      q->refs--;
-      free(ec);
-    }
-    free(path);
-    return; /* out of memory: deletion is noticed as without the option */
-  }
-  wc->watch_id = wid;
-  ec->watch_id = wid;
-  q->watch_id = wid;
-  q->watch_ctx = wc;
-  q->watch_path = path;
-  int rc = zoo_aexists(zh, path, 1, held_exists_cb, ec);
-  zkr__session_put_zh(q->s);
-  if (rc != ZOK) {
-    q->refs--;
-    free(ec);
-    drop_watch(q, 0);
-  }
+  /* Not set (out of memory, or not sent): a deletion is noticed as without
+   * the option; after a lost connection verify_cb tries again. */
+  int zrc;
+  set_watch(q, zh, zkr__strdup(q->node_path), held_watch_cb, held_exists_cb,
+            &zrc);
 }
 
 /* ------------------------------------------------------------------ */

@@ -41,15 +41,15 @@
 
 #include <zkr/zkr.h>
 
+#include "cli.h"
+
 #define EX_CONFLICT_DEFAULT 1
-#define EX_USAGE 64
-#define EX_UNAVAILABLE 69
 #define EX_SOFTWARE 70
 #define EX_TEMPFAIL 75
 
 extern char **environ;
 
-static const char *prog = "zkr-lock";
+const char *prog = "zkr-lock";
 static int verbose;
 
 /* The signals zkr-lock takes over. */
@@ -72,19 +72,6 @@ static void msg(const char *fmt, ...) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   fprintf(stderr, "%s: %s\n", prog, buf);
-}
-
-static void usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, buf,
-          prog);
-  exit(EX_USAGE);
 }
 
 static void help(void) {
@@ -135,18 +122,6 @@ static int parse_seconds(const char *s, int64_t *ms) {
   if (errno || *end || !isfinite(v) || v < 0 || v > 1e9)
     return -1;
   *ms = (int64_t)llround(v * 1000.0);
-  return 0;
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out) {
-  if (!s || !*s)
-    return -1;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || v < lo || v > hi)
-    return -1;
-  *out = v;
   return 0;
 }
 
@@ -263,9 +238,7 @@ enum {
 };
 
 int main(int argc, char **argv) {
-  const char *servers = getenv("ZKR_SERVERS");
-  if (!servers || !*servers)
-    servers = "127.0.0.1:2181";
+  const char *servers = default_servers();
   int64_t timeout_ms = -1, kill_after_ms = 10000;
   long conflict = EX_CONFLICT_DEFAULT, session_ms = 10000, connect_ms = 10000;
   const char *id = NULL;

@@ -23,26 +23,12 @@
 
 #include <zkr/zkr.h>
 
-#define EX_USAGE 64
-#define EX_UNAVAILABLE 69
+#include "cli.h"
 
-static const char *prog = "zkr-ls";
+const char *prog = "zkr-ls";
 static int json;
 static int64_t op_timeout_ms = 10000;
 static int locks_shown;
-
-static void usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, buf,
-          prog);
-  exit(EX_USAGE);
-}
 
 static void help(void) {
   printf("Usage: %s [options] PATH\n"
@@ -263,9 +249,7 @@ static int walk(zkr_session *s, const char *path) {
 }
 
 int main(int argc, char **argv) {
-  const char *servers = getenv("ZKR_SERVERS");
-  if (!servers || !*servers)
-    servers = "127.0.0.1:2181";
+  const char *servers = default_servers();
   int recursive = 0;
   long connect_ms = 10000;
   enum { OPT_CONNECT = 256 };
@@ -290,14 +274,10 @@ int main(int argc, char **argv) {
     case 'j':
       json = 1;
       break;
-    case OPT_CONNECT: {
-      char *end;
-      errno = 0;
-      connect_ms = strtol(optarg, &end, 10);
-      if (errno || *end || !*optarg || connect_ms < 1 || connect_ms > INT_MAX)
+    case OPT_CONNECT:
+      if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
         usage_error("invalid connect timeout '%s': milliseconds", optarg);
       break;
-    }
     case 'h':
       help();
       return 0;
