@@ -12,22 +12,26 @@
  *           (ZNONODE: create the missing parents as containers, again)
  *           (lost reply: after reconnecting, look for "_c_<uuid>-" among
  *            the children and adopt it if its owner is our session)
- *   list    the children once; the blockers before us by the policy are
- *           the only nodes that can ever block us (later nodes get later
- *           numbers), so the list is kept
- *   watch   the nearest remaining blocker with exists+watch: O(1) bytes.
- *           Gone already: drop it, check the next. None left: held.
- *   wake    the watched blocker went away (or changed): the blockers left
- *           in the list may or may not still exist. One left: watch it.
- *           None: held, without a request. Several: one "probe" request,
- *           a multi-op that creates each of them, nearest first, and ends
- *           with an op that always fails, so it never applies anything;
- *           its first failing op is the nearest blocker that still exists
- *           (NODEEXISTS), or the final op if none does. So a wake-up costs
- *           at most two requests whatever the queue length, and no
- *           watch event is ever taken on trust: a third party's setData on
- *           a lock node (Curator's revocation writes one) cannot make a
- *           waiter hold while an earlier node is still there.
+ *   list    the children; the blockers before us by the policy are the
+ *           only nodes that can ever block us (later nodes get later
+ *           numbers). Kept of the list: how many blockers there were and
+ *           the names of the nearest two, so a waiter's memory does not
+ *           grow with the queue.
+ *   watch   the nearest blocker with exists+watch: O(1) bytes.
+ *   wake    the watched blocker went away: the other blockers of the list
+ *           may or may not still exist. None: held, without a request
+ *           (with watch_held, after one more listing that shows our node
+ *           is still there: a third party may have deleted it).
+ *           One: watch it (one exists, O(1) bytes; gone already: held).
+ *           Several: list the children again (one read) and carry on from
+ *           the new list. It changed instead: watch it again.
+ *           No watch event is taken on trust: a third party's setData on a
+ *           lock node (Curator's revocation writes one) or the deletion of
+ *           a waiting node cannot make a waiter hold while an earlier node
+ *           is still there. (An earlier version checked several remaining
+ *           blockers with one multi-op of creates that always failed;
+ *           bench/probe-cost showed that write costs more than the re-list
+ *           at every queue length, 1.5-12x.)
  *
  * Every asynchronous callback holds a reference on the queue object and
  * carries the attempt number it belongs to; a callback of an abandoned
@@ -53,11 +57,6 @@ typedef enum {
   Q_WATCHING,
   Q_HELD
 } qphase;
-
-struct pred {
-  char *name;
-  int32_t seq;
-};
 
 struct zkr__queue {
   pthread_mutex_t mu;
@@ -87,9 +86,10 @@ struct zkr__queue {
   int create_unknown;   /* a create was sent whose outcome is unknown */
   int create_gen_valid; /* create_unknown refers to generation gen */
   int parent_tries;
-  int waiting_conn; /* paused until the session is connected again */
-  struct pred *preds;
-  int npreds;
+  int waiting_conn;       /* paused until the session is connected again */
+  int npreds;             /* blockers at the last listing not yet seen gone */
+  char *pred1;            /* the nearest of them (NULL if npreds == 0) */
+  char *pred2;            /* the second nearest (NULL if npreds < 2) */
   uint64_t watch_id;      /* registry id of our one watch, 0 if none */
   struct qctx *watch_ctx; /* its callback context, while registered */
   char *watch_path;
@@ -127,9 +127,8 @@ static void q_destroy(zkr__queue *q) {
   free(q->data);
   free(q->node);
   free(q->node_path);
-  for (int i = 0; i < q->npreds; i++)
-    free(q->preds[i].name);
-  free(q->preds);
+  free(q->pred1);
+  free(q->pred2);
   free(q->watch_path);
   pthread_cond_destroy(&q->cv);
   pthread_mutex_destroy(&q->mu);
@@ -189,10 +188,9 @@ static void make_prefix(char *out, size_t len) {
 }
 
 static void clear_preds(zkr__queue *q) {
-  for (int i = 0; i < q->npreds; i++)
-    free(q->preds[i].name);
-  free(q->preds);
-  q->preds = NULL;
+  free(q->pred1);
+  free(q->pred2);
+  q->pred1 = q->pred2 = NULL;
   q->npreds = 0;
 }
 
@@ -379,7 +377,6 @@ static void step_create(zkr__queue *q);
 static void step_list(zkr__queue *q);
 static void step_watch(zkr__queue *q);
 static void step_adopt(zkr__queue *q);
-static void step_probe(zkr__queue *q);
 
 /* Under mu: leave the queue position (our node is gone or not ours) and
  * queue again with a new create. */
@@ -611,11 +608,6 @@ static void step_adopt(zkr__queue *q) {
   end_request(q, c, rc);
 }
 
-static int pred_cmp(const void *a, const void *b) {
-  return zkr__seq_cmp(((const struct pred *)a)->seq,
-                      ((const struct pred *)b)->seq);
-}
-
 /* Under mu: the children are listed; find our place. */
 static void evaluate(zkr__queue *q, const struct String_vector *names) {
   /* Recovering a create whose reply was lost: is our node there? */
@@ -647,11 +639,8 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
   int have_self = 0;
   clear_preds(q);
   int n = names ? names->count : 0;
-  q->preds = n > 0 ? calloc((size_t)n, sizeof *q->preds) : NULL;
-  if (n > 0 && !q->preds) {
-    finish(q, ZKR_ENOMEM);
-    return;
-  }
+  const char *near1 = NULL, *near2 = NULL; /* nearest, second nearest */
+  int32_t seq1 = 0, seq2 = 0;
   for (int i = 0; i < n; i++) {
     const char *name = names->data[i];
     int32_t seq;
@@ -663,19 +652,26 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
       continue;
     if (!q->pol->blocks(name, q->pol->ctx))
       continue;
-    q->preds[q->npreds].name = zkr__strdup(name);
-    q->preds[q->npreds].seq = seq;
-    if (!q->preds[q->npreds].name) {
-      finish(q, ZKR_ENOMEM);
-      return;
-    }
     q->npreds++;
+    if (!near1 || zkr__seq_cmp(seq, seq1) > 0) {
+      near2 = near1;
+      seq2 = seq1;
+      near1 = name;
+      seq1 = seq;
+    } else if (!near2 || zkr__seq_cmp(seq, seq2) > 0) {
+      near2 = name;
+      seq2 = seq;
+    }
   }
   if (!have_self) {
     requeue(q); /* our node is gone (deleted by someone) */
     return;
   }
-  qsort(q->preds, (size_t)q->npreds, sizeof *q->preds, pred_cmp);
+  if ((near1 && !(q->pred1 = zkr__strdup(near1))) ||
+      (near2 && !(q->pred2 = zkr__strdup(near2)))) {
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
   if (q->npreds == 0) {
     finish(q, ZKR_OK);
     return;
@@ -717,26 +713,41 @@ static void step_list(zkr__queue *q) {
   end_request(q, c, rc);
 }
 
-/* Under mu: the blockers in the list may have gone; find the nearest that
- * is still there (or hold). */
-static void check_remaining(zkr__queue *q) {
+/* Under mu: list the children again (one read) and carry on from what is
+ * there now. */
+static void relist(zkr__queue *q) {
   drop_watch(q, 0);
-  if (q->npreds == 0)
-    finish(q, ZKR_OK);
-  else if (q->npreds == 1)
-    step_watch(q);
-  else
-    step_probe(q);
+  clear_preds(q);
+  q->phase = Q_LISTING;
+  step_list(q);
 }
 
-/* Under mu: the nearest blocker is gone; continue with the others. */
+/* Under mu: no blocker of the last listing is left. Held, without a
+ * request; but with watch_held, which promises that a deletion of our node
+ * by someone else is noticed, list once more to see that it is still
+ * there (a listing proves it; a watch event does not). */
+static void none_left(zkr__queue *q) {
+  if (q->watch_held)
+    relist(q);
+  else
+    finish(q, ZKR_OK);
+}
+
+/* Under mu: the nearest blocker is gone. None left of the last listing:
+ * held. One whose name we kept: watch it. Otherwise list again. */
 static void pred_gone(zkr__queue *q) {
   drop_watch(q, 0);
-  if (q->npreds > 0) {
+  if (q->npreds > 0)
     q->npreds--;
-    free(q->preds[q->npreds].name);
-  }
-  check_remaining(q);
+  free(q->pred1);
+  q->pred1 = q->pred2;
+  q->pred2 = NULL;
+  if (q->npreds == 0)
+    none_left(q);
+  else if (q->npreds == 1 && q->pred1)
+    step_watch(q);
+  else
+    relist(q); /* several may remain */
 }
 
 static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
@@ -755,7 +766,7 @@ static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
     if (type == ZOO_DELETED_EVENT)
       pred_gone(q);
     else
-      check_remaining(q); /* changed, or anything else: look again */
+      step_watch(q); /* changed, or anything else: look again */
   }
   callback_exit(q, c);
 }
@@ -783,120 +794,6 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
     }
   }
   callback_exit(q, c);
-}
-
-#define PROBE_MAX 256
-
-struct probe {
-  struct qctx *c;
-  int m; /* blockers probed */
-  zoo_op_result_t res[PROBE_MAX + 1];
-};
-
-static void probe_cb(int rc, const void *data) {
-  struct probe *p = (struct probe *)data;
-  struct qctx *c = p->c;
-  zkr__queue *q = c->q;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_WATCHING) {
-    if (rc == ZOK) {
-      /* cannot happen (the last op always fails); be safe: look again */
-      step_watch(q);
-    } else if (gone_for_now(rc)) {
-      pause_for_connection(q);
-    } else {
-      /* Ops before the first failure report ZOK: those blockers are gone. */
-      int first = p->m;
-      for (int i = 0; i <= p->m; i++)
-        if (p->res[i].err != ZOK) {
-          first = i;
-          break;
-        }
-      if (first < p->m && p->res[first].err == ZNODEEXISTS) {
-        for (int i = 0; i < first; i++) {
-          q->npreds--;
-          free(q->preds[q->npreds].name);
-        }
-        step_watch(q); /* the nearest one still there */
-      } else if (first == p->m) {
-        /* all probed blockers are gone */
-        for (int i = 0; i < p->m; i++) {
-          q->npreds--;
-          free(q->preds[q->npreds].name);
-        }
-        check_remaining(q);
-      } else {
-        /* an unexpected answer (an ACL?): fall back to one at a time */
-        step_watch(q);
-      }
-    }
-  }
-  pthread_mutex_unlock(&q->mu);
-  free(p);
-  ctx_done(c);
-  zkr__tls_in_callback--;
-}
-
-/* Under mu: one request that tells which of the (up to PROBE_MAX nearest)
- * blockers still exist, without changing anything (see the top). */
-static void step_probe(zkr__queue *q) {
-  uint64_t gen;
-  zhandle_t *zh = get_zh(q, &gen);
-  if (!zh)
-    return;
-  int m = q->npreds < PROBE_MAX ? q->npreds : PROBE_MAX;
-  struct probe *p = calloc(1, sizeof *p);
-  zoo_op_t *ops = calloc((size_t)m + 1, sizeof *ops);
-  char **paths = calloc((size_t)m + 1, sizeof *paths);
-  int err = !p || !ops || !paths;
-  for (int i = 0; !err && i < m; i++) {
-    paths[i] = zkr__path_join(q->parent, q->preds[q->npreds - 1 - i].name);
-    if (!paths[i])
-      err = 1;
-    else
-      zoo_create_op_init(&ops[i], paths[i], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0,
-                         NULL, 0);
-  }
-  if (!err) {
-    /* Our node is ephemeral and can have no children: this check always
-     * fails, so the multi never applies anything. */
-    paths[m] = zkr__path_join(q->node_path, "p");
-    if (!paths[m])
-      err = 1;
-    else
-      zoo_check_op_init(&ops[m], paths[m], -1);
-  }
-  if (!err) {
-    p->c = ctx_new(q);
-    err = p->c == NULL;
-  }
-  int rc = ZOK;
-  if (!err) {
-    p->m = m;
-    rc = zoo_amulti(zh, m + 1, ops, p->res, probe_cb, p);
-  }
-  zkr__session_put_zh(q->s);
-  for (int i = 0; paths && i <= m; i++)
-    free(paths[i]);
-  free(paths);
-  free(ops);
-  if (err) {
-    if (p && p->c) {
-      q->refs--;
-      free(p->c);
-    }
-    free(p);
-    finish(q, ZKR_ENOMEM);
-  } else if (rc != ZOK) {
-    q->refs--;
-    free(p->c);
-    free(p);
-    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
-      pause_for_connection(q);
-    else
-      step_watch(q);
-  }
 }
 
 /* Under mu: register our one watch on @path (taken over, may be NULL) with
@@ -940,14 +837,18 @@ static int set_watch(zkr__queue *q, zhandle_t *zh, char *path,
 static void step_watch(zkr__queue *q) {
   drop_watch(q, 0);
   if (q->npreds == 0) {
-    finish(q, ZKR_OK);
+    none_left(q);
+    return;
+  }
+  if (!q->pred1) { /* not kept: cannot happen, but list again to be safe */
+    relist(q);
     return;
   }
   uint64_t gen;
   zhandle_t *zh = get_zh(q, &gen);
   if (!zh)
     return;
-  char *path = zkr__path_join(q->parent, q->preds[q->npreds - 1].name);
+  char *path = zkr__path_join(q->parent, q->pred1);
   int zrc;
   if (set_watch(q, zh, path, watch_cb, exists_cb, &zrc) != ZKR_OK)
     finish(q, ZKR_ENOMEM);

@@ -550,11 +550,15 @@ static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
   pthread_mutex_lock(&s->mu);
   if (type != ZOO_NOTWATCHING_EVENT)
     s->node_events++;
+  /* The event is for the watches registered before it: one that a callback
+   * registers on the same path (to watch the node again) waits for the
+   * next event. Ids only grow, so those are the ids up to now. */
+  uint64_t last = s->next_id;
   for (;;) {
     if (hc->gen != s->gen || s->closing)
       break; /* a watch of a session that is gone: nobody cares */
     struct watch **pp = &s->watches;
-    while (*pp && strcmp((*pp)->path, path) != 0)
+    while (*pp && (strcmp((*pp)->path, path) != 0 || (*pp)->id > last))
       pp = &(*pp)->next;
     struct watch *w = *pp;
     if (!w)

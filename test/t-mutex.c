@@ -463,6 +463,159 @@ static int watches_become(zkr_session *s, const char *path, int want,
 /* zkr_mutex_opts_set_watch_node: a deletion by another client is LOST at
  * once, with the callback, without any call on the mutex; release after
  * that says so; with the option and no deletion, release is plain. */
+/* ---- the queue changing under a waiter ---- */
+struct watching {
+  int64_t sid;
+  char want[512];
+};
+
+static int watches_want(void *arg) {
+  struct watching *w = arg;
+  char first[512] = "";
+  return zkt_watches_of(1, w->sid, first, sizeof first) == 1 &&
+         strcmp(first, w->want) == 0;
+}
+
+static int watches_want_any(void *arg) {
+  struct watching *w = arg;
+  return zkt_watches_of(1, w->sid, NULL, 0) == 1;
+}
+
+/* Children of @path in queue order into @out (up to @max, malloc'd). */
+static int queue_order(const char *path, char **out, int max) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  int n = 0;
+  if (zkr__zk_children(admin, path, zkr__deadline(5000), &r) == ZKR_OK)
+    for (int i = 0; i < r.names.count && n < max; i++)
+      out[n++] = zkr__strdup(r.names.data[i]);
+  zkr__result_clear(&r);
+  for (int i = 1; i < n; i++) /* insertion sort by sequence number */
+    for (int j = i; j > 0; j--) {
+      int32_t a = 0, b = 0;
+      zkr__seq_parse(out[j - 1], &a);
+      zkr__seq_parse(out[j], &b);
+      if (zkr__seq_cmp(a, b) <= 0)
+        break;
+      char *t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+  return n;
+}
+
+static int asy_rc(struct asy *a, int *calls) {
+  pthread_mutex_lock(&a->mu);
+  int rc = a->rc;
+  *calls = a->calls;
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+/* A waiter whose watched node goes while other nodes it listed may still
+ * be there must look again, never hold on the event alone: a node deleted
+ * by a third party (as an expired waiter's is), a setData on the node it
+ * watches, and a waiter in front of it that gives up. The waiters watch
+ * their own node (watch_node), so B, whose node was deleted under it,
+ * queues again instead of being granted the lock. */
+static void test_queue_changes(zkr_session *s) {
+  const char *path = lockpath("middle");
+  enum { W = 4 }; /* waiters A B C D behind the holder H */
+  zkr_session *ws[W];
+  zkr_mutex *h = NULL, *m[W];
+  struct asy a[W];
+  char *names[W + 2] = {0};
+  zkr_mutex_opts *o = NULL;
+  zkr_mutex_opts_new(&o);
+  zkr_mutex_opts_set_watch_node(o, 1);
+  zkr_mutex_new(&h, s, path, NULL);
+  is(zkr_mutex_acquire(h, -1), ZKR_OK, "H holds");
+  int queued = 1;
+  for (int i = 0; i < W; i++) {
+    ws[i] = connect_s(10000);
+    m[i] = NULL;
+    zkr_mutex_new(&m[i], ws[i], path, o);
+    memset(&a[i], 0, sizeof a[i]);
+    pthread_mutex_init(&a[i].mu, NULL);
+    zkr_mutex_acquire_async(m[i], -1, on_acquired, &a[i]);
+    struct watching w = {zkr_session_id(ws[i]), ""};
+    queued &= zkt_wait_for(watches_want_any, &w, 5000);
+  }
+  ok(queued, "A, B, C, D queued behind H, one watch each");
+  int n = queue_order(path, names, W + 2);
+  is(n, W + 1, "five nodes, in queue order");
+  if (n != W + 1) {
+    tap_bail("queue not as expected");
+  }
+  struct watching wc = {zkr_session_id(ws[2]), ""};
+  snprintf(wc.want, sizeof wc.want, "%s/%s", path, names[2]);
+  ok(watches_want(&wc), "C watches B, the node just before its own");
+
+  /* B's node deleted by a third party: C has H and A left of its list */
+  char *bpath = zkr__path_join(path, names[2]);
+  is(zkr__zk_delete(admin, bpath, -1, zkr__deadline(5000)), ZKR_OK,
+     "a third party deletes B's node (as B's expiry would)");
+  snprintf(wc.want, sizeof wc.want, "%s/%s", path, names[1]);
+  ok(zkt_wait_for(watches_want, &wc, 5000), "C looks again and now watches A");
+  int calls;
+  asy_rc(&a[2], &calls);
+  is(calls, 0, "C is not granted the lock while H holds");
+
+  /* setData on A's node: C's watch fires, C watches A again */
+  char *apath = zkr__path_join(path, names[1]);
+  is(zkr__zk_set(admin, apath, "x", 1, -1, zkr__deadline(5000)), ZKR_OK,
+     "a third party sets data on A's node");
+  usleep(300000);
+  ok(watches_want(&wc), "C still watches A");
+  int64_t p0 = zkt_mntr(1, "zk_packets_received");
+  usleep(300000);
+  int64_t p1 = zkt_mntr(1, "zk_packets_received");
+  ok(p0 >= 0 && p1 - p0 < 20,
+     "with one watch again, not a loop of re-watching (%lld requests "
+     "in 0.3 s)",
+     (long long)(p1 - p0));
+  asy_rc(&a[2], &calls);
+  is(calls, 0, "and is still not granted the lock");
+
+  /* A gives up: C has H left of its list */
+  is(zkr_mutex_cancel(m[0]), ZKR_OK, "A cancels");
+  snprintf(wc.want, sizeof wc.want, "%s/%s", path, names[0]);
+  ok(zkt_wait_for(watches_want, &wc, 5000), "C now watches H");
+  is(calls, 0, "still not granted while H holds");
+  int rc = asy_rc(&a[0], &calls);
+  ok(calls == 1 && rc == ZKR_ECANCELED, "A was told ZKR_ECANCELED");
+
+  is(zkr_mutex_release(h), ZKR_OK, "H releases");
+  ok(zkt_wait_for(asy_called, &a[2], 5000), "C is granted the lock");
+  rc = asy_rc(&a[2], &calls);
+  is(rc, ZKR_OK, "with ZKR_OK");
+  asy_rc(&a[3], &calls);
+  int dcalls = calls;
+  asy_rc(&a[1], &calls);
+  ok(dcalls == 0 && calls == 0, "D and B (queued again at the end) wait");
+  is(zkr_mutex_release(m[2]), ZKR_OK, "C releases");
+  ok(zkt_wait_for(asy_called, &a[3], 5000), "D is granted the lock next");
+  asy_rc(&a[1], &calls);
+  is(calls, 0, "B still waits");
+  is(zkr_mutex_release(m[3]), ZKR_OK, "D releases");
+  ok(zkt_wait_for(asy_called, &a[1], 5000), "B, requeued, gets it last");
+  is(zkr_mutex_release(m[1]), ZKR_OK, "B releases");
+  for (int i = 0; i < W; i++)
+    zkt_wait_for(bg_idle, ws[i], 10000);
+  is(settled_children(s, path), 0, "no node left");
+  free(apath);
+  free(bpath);
+  for (int i = 0; i < W + 2; i++)
+    free(names[i]);
+  for (int i = 0; i < W; i++) {
+    zkr_mutex_free(m[i]);
+    zkr_session_close(ws[i]);
+    pthread_mutex_destroy(&a[i].mu);
+  }
+  zkr_mutex_free(h);
+  zkr_mutex_opts_free(o);
+}
+
 static void test_watch_node(zkr_session *s) {
   is(zkr_mutex_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
      "watch_node: NULL options refused");
@@ -569,6 +722,7 @@ int main(void) {
   test_async(s);
   test_reentrant(s);
   test_guarded_and_expiry();
+  test_queue_changes(s);
   test_watch_node(s);
   test_children(s);
   test_closed();

@@ -83,8 +83,11 @@ ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
  * node, so that its deletion by another client (an operator, a revoking
  * tool) makes the lock LOST at once, with the state callback. Without it
  * (the default) such a deletion is noticed at the next guarded write or
- * after a reconnection. Costs one more request per acquisition; a session
- * expiry is noticed either way. Meant for long holds (zkr-lock uses it).
+ * after a reconnection. A waiter, too, checks that its node is still
+ * there before it takes the lock without listing the children (queueing
+ * again if it is not). Costs one or two more requests per acquisition; a
+ * session expiry is noticed either way. Meant for long holds (zkr-lock
+ * uses it).
  * Returns ZKR_OK, ZKR_EINVAL (@opts NULL).
  */
 ZKR_EXTERN int zkr_mutex_opts_set_watch_node(zkr_mutex_opts *opts, int on);
