@@ -317,7 +317,7 @@ static void set_lstate(zkr__queue *q, zkr__qstate st) {
 static void abandon(zkr__queue *q) {
   drop_watch(q, 1);
   if (q->node_path)
-    zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
+    zkr__session_bg_delete(q->s, q->node_path, q->gen);
   else if (q->create_unknown && q->create_gen_valid)
     zkr__session_bg_cleanup(q->s, q->parent, q->prefix, q->gen);
   clear_node(q);
@@ -461,7 +461,7 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
   if (c->attempt != q->attempt || q->phase != Q_CREATING) {
     /* an abandoned attempt: remove what it made */
     if (rc == ZOK && value)
-      zkr__session_bg_delete(q->s, value, c->gen, 0);
+      zkr__session_bg_delete(q->s, value, c->gen);
   } else if (rc == ZOK) {
     const char *slash = strrchr(value, '/');
     free(q->node);
@@ -1103,7 +1103,7 @@ void zkr__queue_free(zkr__queue *q) {
   if (q->phase == Q_HELD) {
     drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->node_path && q->lstate != ZKR__Q_LOST)
-      zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
+      zkr__session_bg_delete(q->s, q->node_path, q->gen);
     clear_node(q);
     q->phase = Q_IDLE;
   }
@@ -1212,7 +1212,7 @@ int zkr__queue_release(zkr__queue *q) {
     if (q->lstate == ZKR__Q_LOST)
       rc = ZKR_ELOCKLOST;
     else
-      zkr__session_bg_delete(q->s, q->node_path, q->gen, 0);
+      zkr__session_bg_delete(q->s, q->node_path, q->gen);
     clear_node(q);
     q->phase = Q_IDLE;
     q->count = 0;

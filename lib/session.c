@@ -84,12 +84,9 @@ struct timer {
 struct bgdel {
   char *path;   /* a node to delete, or a parent to clean (prefix) */
   char *prefix; /* non-NULL: delete children of path with this prefix */
-  int marker;   /* delete with the release marker (setData+delete) */
   uint64_t gen; /* the ZooKeeper session it belongs to */
   int in_flight;
   zkr_session *s;
-  zoo_op_t ops[2];
-  zoo_op_result_t results[2];
   struct bgdel *next;
 };
 
@@ -1270,19 +1267,6 @@ static void bg_void_cb(int rc, const void *data) {
   zkr__tls_in_callback--;
 }
 
-static void bg_multi_cb(int rc, const void *data) {
-  struct bgdel *b = (struct bgdel *)data;
-  zkr__tls_in_callback++;
-  /* A failed multi reports the first failing op: ZNONODE if the node is
-   * already gone. */
-  if (rc != ZOK && !zkr__retryable(rc)) {
-    int r0 = b->results[0].err;
-    rc = r0 != ZOK ? r0 : b->results[1].err;
-  }
-  bg_done(b->s, b, rc);
-  zkr__tls_in_callback--;
-}
-
 static void bg_children_cb(int rc, const struct String_vector *names,
                            const void *data) {
   struct bgdel *b = (struct bgdel *)data;
@@ -1295,7 +1279,7 @@ static void bg_children_cb(int rc, const struct String_vector *names,
         continue;
       char *child = zkr__path_join(b->path, names->data[i]);
       if (child) {
-        zkr__session_bg_delete(s, child, b->gen, 0);
+        zkr__session_bg_delete(s, child, b->gen);
         free(child);
       }
     }
@@ -1313,10 +1297,6 @@ static void bg_issue_locked(zkr_session *s, struct bgdel *b) {
   b->in_flight = 1;
   if (b->prefix) {
     rc = zoo_aget_children(s->zh, b->path, 0, bg_children_cb, b);
-  } else if (b->marker) {
-    zoo_set_op_init(&b->ops[0], b->path, "", 0, -1, NULL);
-    zoo_delete_op_init(&b->ops[1], b->path, -1);
-    rc = zoo_amulti(s->zh, 2, b->ops, b->results, bg_multi_cb, b);
   } else {
     rc = zoo_adelete(s->zh, b->path, -1, bg_void_cb, b);
   }
@@ -1325,7 +1305,7 @@ static void bg_issue_locked(zkr_session *s, struct bgdel *b) {
 }
 
 static int bg_add(zkr_session *s, const char *path, const char *prefix,
-                  uint64_t gen, int marker) {
+                  uint64_t gen) {
   struct bgdel *b = calloc(1, sizeof *b);
   if (!b)
     return ZKR_ENOMEM;
@@ -1339,7 +1319,6 @@ static int bg_add(zkr_session *s, const char *path, const char *prefix,
   }
   b->s = s;
   b->gen = gen;
-  b->marker = marker;
   pthread_mutex_lock(&s->mu);
   if (s->closing || gen != s->gen) {
     /* the session that owned the node is gone, and the node with it */
@@ -1356,14 +1335,13 @@ static int bg_add(zkr_session *s, const char *path, const char *prefix,
   return ZKR_OK;
 }
 
-int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen,
-                           int marker) {
-  return bg_add(s, path, NULL, gen, marker);
+int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen) {
+  return bg_add(s, path, NULL, gen);
 }
 
 int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
                             const char *prefix, uint64_t gen) {
-  return bg_add(s, parent, prefix, gen, 0);
+  return bg_add(s, parent, prefix, gen);
 }
 
 /* Under s->mu, after (re)connection: send what waits; drop what belongs

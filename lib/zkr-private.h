@@ -134,11 +134,8 @@ int zkr__timer_add(zkr_session *s, int64_t at_ms, void (*fn)(void *), void *arg,
 int zkr__timer_cancel(zkr_session *s, uint64_t id);
 
 /* Background deletion of a node of ZooKeeper session @gen, retried across
- * connection losses until it succeeds or that session is gone. With
- * @marker, the node's data is set to "" in the same multi-op first: the
- * release marker that tells a waiting successor the node was a holder. */
-int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen,
-                           int marker);
+ * connection losses until it succeeds or that session is gone. */
+int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen);
 /* Background deletion of every child of @parent whose name starts with
  * @prefix (a create whose reply was lost may have left one). */
 int zkr__session_bg_cleanup(zkr_session *s, const char *parent,

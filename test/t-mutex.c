@@ -633,6 +633,16 @@ static void test_watch_node(zkr_session *s) {
   char node[512];
   zkr_mutex_node(m, node, sizeof node);
   ok(watches_become(s, node, 1, 5000), "one watch on our own node");
+  is(zkr__zk_set(admin, node, "__REVOKE__", 10, -1, zkr__deadline(5000)),
+     ZKR_OK, "admin writes to the holder's node (a revocation request)");
+  usleep(300000);
+  ok(zkr_mutex_is_held(m), "still held: a data change is not a loss");
+  ok(watches_become(s, node, 1, 5000), "the watch is set again");
+  int64_t p0 = zkt_mntr(1, "zk_packets_received");
+  usleep(300000);
+  int64_t p1 = zkt_mntr(1, "zk_packets_received");
+  ok(p0 >= 0 && p1 - p0 < 20, "once, not in a loop (%lld requests in 0.3 s)",
+     (long long)(p1 - p0));
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
      "admin deletes the holder's node");
   ok(zkt_wait_for(lost_seen, &log, 5000), "LOST callback without a call");
