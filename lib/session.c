@@ -704,6 +704,11 @@ static int open_handle(zkr_session *s) {
              strerror(e ? e : EINVAL));
     return e == ENOMEM ? ZKR_ENOMEM : ZKR_ECONNECT;
   }
+  /* By default the client resolves the server list again every time it
+   * polls its socket (a getaddrinfo, a netlink query and a shuffle per
+   * request or so). Once a second is plenty: a lost connection resolves
+   * again anyway. */
+  zoo_set_servers_resolution_delay(zh, 1000);
   s->auth_pending = 0;
   for (struct auth *a = s->opts.auth; a; a = a->next) {
     int rc = zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred),
