@@ -30,8 +30,8 @@
  *           a waiting node cannot make a waiter hold while an earlier node
  *           is still there. (An earlier version checked several remaining
  *           blockers with one multi-op of creates that always failed;
- *           bench/probe-cost showed that write costs more than the re-list
- *           at every queue length, 1.5-12x.)
+ *           bench/probe-cost showed that write costs more than the re-list,
+ *           up to 12x: see docs/performance.md.)
  *
  * Every asynchronous callback holds a reference on the queue object and
  * carries the attempt number it belongs to; a callback of an abandoned
@@ -744,8 +744,8 @@ static void pred_gone(zkr__queue *q) {
   q->pred2 = NULL;
   if (q->npreds == 0)
     none_left(q);
-  else if (q->npreds == 1 && q->pred1)
-    step_watch(q);
+  else if (q->npreds == 1)
+    step_watch(q); /* the one we kept the name of */
   else
     relist(q); /* several may remain */
 }
@@ -836,12 +836,11 @@ static int set_watch(zkr__queue *q, zhandle_t *zh, char *path,
 /* Under mu: watch the nearest remaining blocker (one exists+watch). */
 static void step_watch(zkr__queue *q) {
   drop_watch(q, 0);
-  if (q->npreds == 0) {
-    none_left(q);
-    return;
-  }
-  if (!q->pred1) { /* not kept: cannot happen, but list again to be safe */
-    relist(q);
+  if (!q->pred1) { /* npreds == 0; or a name not kept (cannot happen) */
+    if (q->npreds == 0)
+      none_left(q);
+    else
+      relist(q);
     return;
   }
   uint64_t gen;

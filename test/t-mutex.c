@@ -446,41 +446,22 @@ static void test_guarded_and_expiry(void) {
 }
 
 /* Wait until session @s holds @want data watches on server 1 (from wchc),
- * the first on @path when @want is 1. */
+ * the first on @path when @want is 1 and @path is not NULL. A timeout of
+ * 0 looks once. */
 static int watches_become(zkr_session *s, const char *path, int want,
                           int64_t timeout_ms) {
   int64_t end = zkt_now_ms() + timeout_ms;
   do {
     char first[512] = "";
     int n = zkt_watches_of(1, zkr_session_id(s), first, sizeof first);
-    if (n == want && (want != 1 || strcmp(first, path) == 0))
+    if (n == want && (want != 1 || !path || strcmp(first, path) == 0))
       return 1;
     usleep(20000);
   } while (zkt_now_ms() < end);
   return 0;
 }
 
-/* zkr_mutex_opts_set_watch_node: a deletion by another client is LOST at
- * once, with the callback, without any call on the mutex; release after
- * that says so; with the option and no deletion, release is plain. */
 /* ---- the queue changing under a waiter ---- */
-struct watching {
-  int64_t sid;
-  char want[512];
-};
-
-static int watches_want(void *arg) {
-  struct watching *w = arg;
-  char first[512] = "";
-  return zkt_watches_of(1, w->sid, first, sizeof first) == 1 &&
-         strcmp(first, w->want) == 0;
-}
-
-static int watches_want_any(void *arg) {
-  struct watching *w = arg;
-  return zkt_watches_of(1, w->sid, NULL, 0) == 1;
-}
-
 /* Children of @path in queue order into @out (up to @max, malloc'd). */
 static int queue_order(const char *path, char **out, int max) {
   zkr__result r;
@@ -538,8 +519,7 @@ static void test_queue_changes(zkr_session *s) {
     memset(&a[i], 0, sizeof a[i]);
     pthread_mutex_init(&a[i].mu, NULL);
     zkr_mutex_acquire_async(m[i], -1, on_acquired, &a[i]);
-    struct watching w = {zkr_session_id(ws[i]), ""};
-    queued &= zkt_wait_for(watches_want_any, &w, 5000);
+    queued &= watches_become(ws[i], NULL, 1, 5000);
   }
   ok(queued, "A, B, C, D queued behind H, one watch each");
   int n = queue_order(path, names, W + 2);
@@ -547,16 +527,17 @@ static void test_queue_changes(zkr_session *s) {
   if (n != W + 1) {
     tap_bail("queue not as expected");
   }
-  struct watching wc = {zkr_session_id(ws[2]), ""};
-  snprintf(wc.want, sizeof wc.want, "%s/%s", path, names[2]);
-  ok(watches_want(&wc), "C watches B, the node just before its own");
+  char want[512]; /* the node C should watch */
+  snprintf(want, sizeof want, "%s/%s", path, names[2]);
+  ok(watches_become(ws[2], want, 1, 0),
+     "C watches B, the node just before its own");
 
   /* B's node deleted by a third party: C has H and A left of its list */
   char *bpath = zkr__path_join(path, names[2]);
   is(zkr__zk_delete(admin, bpath, -1, zkr__deadline(5000)), ZKR_OK,
      "a third party deletes B's node (as B's expiry would)");
-  snprintf(wc.want, sizeof wc.want, "%s/%s", path, names[1]);
-  ok(zkt_wait_for(watches_want, &wc, 5000), "C looks again and now watches A");
+  snprintf(want, sizeof want, "%s/%s", path, names[1]);
+  ok(watches_become(ws[2], want, 1, 5000), "C looks again and now watches A");
   int calls;
   asy_rc(&a[2], &calls);
   is(calls, 0, "C is not granted the lock while H holds");
@@ -566,7 +547,7 @@ static void test_queue_changes(zkr_session *s) {
   is(zkr__zk_set(admin, apath, "x", 1, -1, zkr__deadline(5000)), ZKR_OK,
      "a third party sets data on A's node");
   usleep(300000);
-  ok(watches_want(&wc), "C still watches A");
+  ok(watches_become(ws[2], want, 1, 0), "C still watches A");
   int64_t p0 = zkt_mntr(1, "zk_packets_received");
   usleep(300000);
   int64_t p1 = zkt_mntr(1, "zk_packets_received");
@@ -579,8 +560,8 @@ static void test_queue_changes(zkr_session *s) {
 
   /* A gives up: C has H left of its list */
   is(zkr_mutex_cancel(m[0]), ZKR_OK, "A cancels");
-  snprintf(wc.want, sizeof wc.want, "%s/%s", path, names[0]);
-  ok(zkt_wait_for(watches_want, &wc, 5000), "C now watches H");
+  snprintf(want, sizeof want, "%s/%s", path, names[0]);
+  ok(watches_become(ws[2], want, 1, 5000), "C now watches H");
   is(calls, 0, "still not granted while H holds");
   int rc = asy_rc(&a[0], &calls);
   ok(calls == 1 && rc == ZKR_ECANCELED, "A was told ZKR_ECANCELED");
@@ -616,6 +597,9 @@ static void test_queue_changes(zkr_session *s) {
   zkr_mutex_opts_free(o);
 }
 
+/* zkr_mutex_opts_set_watch_node: a deletion by another client is LOST at
+ * once, with the callback, without any call on the mutex; release after
+ * that says so; with the option and no deletion, release is plain. */
 static void test_watch_node(zkr_session *s) {
   is(zkr_mutex_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
      "watch_node: NULL options refused");
