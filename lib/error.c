@@ -66,6 +66,8 @@ int zkr__from_zk(int zrc) {
     return ZKR_EINVAL;
   case ZSYSTEMERROR:
     return ZKR_ESYS;
+  case ZNOCHILDRENFOREPHEMERALS:
+    return ZKR_EEPHEMERAL;
   default:
     return ZKR_EZK;
   }

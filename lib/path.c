@@ -1,6 +1,7 @@
 /* Path and connection-string validation. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,38 @@ char *zkr__strdup(const char *s) {
   if (p)
     memcpy(p, s, n);
   return p;
+}
+
+/* The length of the UTF-8 sequence at @p (its first byte >= 0x80) if it
+ * is one the server accepts in a path, else 0. The server decodes a path
+ * as UTF-8 and refuses (PathUtils.validatePath in ZooKeeper 3.8) U+0080
+ * to U+009F, U+D800 to U+F8FF (surrogates and the private use area),
+ * U+FFF0 to U+FFFF and, since Java strings hold them as surrogate pairs,
+ * every character above U+FFFF; invalid UTF-8 decodes to U+FFFD, refused
+ * too. Overlong forms are refused here as invalid. */
+static size_t utf8_char_ok(const char *p) {
+  const unsigned char *u = (const unsigned char *)p;
+  uint32_t cp;
+  size_t n;
+  if (u[0] >= 0xc2 && u[0] <= 0xdf) {
+    n = 2;
+    cp = u[0] & 0x1fu;
+  } else if (u[0] >= 0xe0 && u[0] <= 0xef) {
+    n = 3;
+    cp = u[0] & 0x0fu;
+  } else {
+    return 0; /* a continuation byte, an overlong lead, or 4 bytes+ */
+  }
+  for (size_t i = 1; i < n; i++) {
+    if ((u[i] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (u[i] & 0x3fu);
+  }
+  if (n == 3 && cp < 0x800)
+    return 0; /* overlong */
+  if (cp <= 0x9f || (cp >= 0xd800 && cp <= 0xf8ff) || cp >= 0xfff0)
+    return 0;
+  return n;
 }
 
 int zkr__path_check(const char *path) {
@@ -41,6 +74,12 @@ int zkr__path_check(const char *path) {
     }
     if (c < 0x20 || c == 0x7f)
       return ZKR_EBADPATH;
+    if (c >= 0x80) {
+      size_t n = utf8_char_ok(p);
+      if (n == 0)
+        return ZKR_EBADPATH;
+      p += n - 1;
+    }
   }
   return ZKR_OK;
 }

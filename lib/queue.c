@@ -1,6 +1,13 @@
 /*
  * The queue engine: a queue of ephemeral-sequential nodes plus a rule for
- * whom to wait on. Every recipe is a policy over it.
+ * whom to wait on. Every recipe is a policy over it (queue.h).
+ *
+ * Owns: one contender's node and its one watch, from the create to the
+ * delete; the hold decision; the deadline; the contender's state and the
+ * delivery of its callbacks, exactly once each. Must not touch: the
+ * session's internals (only the zkr__session_* and zkr__watch_* calls),
+ * public types, anything recipe-specific (naming beyond the policy's name,
+ * reentrancy, fencing, guarded writes: recipe.c).
  *
  * One zkr__queue is one contender. An acquisition runs as a chain of
  * asynchronous ZooKeeper requests driven by their completions (on the
@@ -9,19 +16,25 @@
  * asynchronous callers get a callback on the session's event thread.
  *
  *   create  EPHEMERAL|SEQUENTIAL "<parent>/_c_<uuid>-<name><seq>"
- *           (ZNONODE: create the missing parents as containers, again)
+ *           (ZNONODE: create the missing ancestors as containers, each
+ *            with its error kept, and the node again; a real error of an
+ *            ancestor (not authorized, an ephemeral parent, a path the
+ *            server refuses) ends the attempt with that error)
  *           (lost reply: after reconnecting, look for "_c_<uuid>-" among
  *            the children and adopt it if its owner is our session)
  *   list    the children; the blockers before us by the policy are the
  *           only nodes that can ever block us (later nodes get later
  *           numbers). Kept of the list: how many blockers there were and
  *           the names of the nearest two, so a waiter's memory does not
- *           grow with the queue.
- *   watch   the nearest blocker with exists+watch: O(1) bytes.
- *   wake    the watched blocker went away: the other blockers of the list
- *           may or may not still exist. None: held, without a request
- *           (with watch_held, after one more listing that shows our node
- *           is still there: a third party may have deleted it).
+ *           grow with the queue. The policy's hold rule decides on the
+ *           count (default: none before us).
+ *   watch   NEAREST: the nearest blocker with exists+watch, O(1) bytes.
+ *           CHILDREN: the listing itself sets a children watch on the
+ *           parent, and every change lists again.
+ *   wake    (NEAREST) the watched blocker went away: the other blockers of
+ *           the list may or may not still exist. None: held, without a
+ *           request (with watch_held, after one more listing that shows
+ *           our node is still there: a third party may have deleted it).
  *           One: watch it (one exists, O(1) bytes; gone already: held).
  *           Several: list the children again (one read) and carry on from
  *           the new list. It changed instead: watch it again.
@@ -32,11 +45,21 @@
  *           blockers with one multi-op of creates that always failed;
  *           bench/probe-cost showed that write costs more than the re-list,
  *           up to 12x: see docs/performance.md.)
+ *   loss    the session went, or our node was deleted: LOST, then idle or
+ *           (ZKR__QLOSS_REQUEUE) queued again at the back with a new node.
  *
  * Every asynchronous callback holds a reference on the queue object and
  * carries the attempt number it belongs to; a callback of an abandoned
  * attempt (timed out, cancelled, lost) is ignored, so a cancelled waiter
  * can never be woken into ownership and nothing touches freed memory.
+ *
+ * Callbacks exactly once: what an acquisition's result needs to reach the
+ * event thread is allocated when the acquisition starts (a start that
+ * cannot allocate it fails, and nothing was sent); state changes go
+ * through one event node and a small ring allocated with the object. Once
+ * the session is closed and its event thread gone, both run on the thread
+ * that ended the acquisition, right after it lets go of the object's lock
+ * (q_unlock).
  */
 #include "config.h"
 
@@ -58,6 +81,20 @@ typedef enum {
   Q_HELD
 } qphase;
 
+/* An acquisition's result on its way to the user. */
+struct post {
+  zkr__event *ev;
+  zkr__queue *q;
+  zkr__queue_done_fn fn;
+  void *ud;
+  int rc;
+};
+
+/* State changes not yet delivered; more than this many pending (a user
+ * callback that blocks the event thread) merges the oldest that is not
+ * LOST into its successor. */
+#define STATE_RING 16
+
 struct zkr__queue {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -69,7 +106,7 @@ struct zkr__queue {
   int datalen;
   uint64_t hook_id;
   int freed;
-  int cb_running; /* a user callback runs on the event thread */
+  int cb_running; /* a user callback runs */
 
   /* the current acquisition, and its attempt (a new one after a loss) */
   uint64_t acq;
@@ -86,27 +123,34 @@ struct zkr__queue {
   int create_unknown;   /* a create was sent whose outcome is unknown */
   int create_gen_valid; /* create_unknown refers to generation gen */
   int parent_tries;
-  int waiting_conn;       /* paused until the session is connected again */
-  int npreds;             /* blockers at the last listing not yet seen gone */
-  char *pred1;            /* the nearest of them (NULL if npreds == 0) */
-  char *pred2;            /* the second nearest (NULL if npreds < 2) */
-  uint64_t watch_id;      /* registry id of our one watch, 0 if none */
+  int parent_err;    /* ZooKeeper error of an ancestor's create */
+  int waiting_conn;  /* paused until the session is connected again */
+  int relist_after;  /* the listing in flight is stale (CHILDREN) */
+  int npreds;        /* blockers at the last listing not yet seen gone */
+  char *pred1;       /* the nearest of them (NULL if npreds == 0) */
+  char *pred2;       /* the second nearest (NULL if npreds < 2) */
+  uint64_t watch_id; /* registry id of our one watch, 0 if none */
+  zkr__watch_kind watch_kind;
   struct qctx *watch_ctx; /* its callback context, while registered */
   char *watch_path;
   int64_t deadline;
   uint64_t timer_id;
   struct qctx *timer_ctx;
-  zkr__queue_done_fn done_fn;
-  void *done_ud;
+  struct post *dpost;  /* the result's way to the user, from start */
+  struct post *orphan; /* a result to deliver after unlocking */
   int result;
   int finished;
 
   /* once held */
-  int count;      /* hold count (reentrancy) */
   int watch_held; /* watch our own node while held (opt-in) */
   zkr__qstate lstate;
   zkr__queue_state_fn state_fn;
   void *state_ud;
+  zkr__event *sev;  /* the state deliverer's event node */
+  int sev_queued;   /* sev is queued on the event thread */
+  int state_orphan; /* deliver states after unlocking */
+  zkr__qstate ring[STATE_RING];
+  int ring_head, ring_len;
 };
 
 /* Context of one asynchronous request. */
@@ -122,6 +166,24 @@ static void q_ref_locked(zkr__queue *q) {
   q->refs++;
 }
 
+static void post_free(struct post *p) {
+  if (p) {
+    zkr__event_free(p->ev);
+    free(p);
+  }
+}
+
+static struct post *post_new(zkr__queue *q) {
+  struct post *p = calloc(1, sizeof *p);
+  if (p && !(p->ev = zkr__event_new())) {
+    free(p);
+    p = NULL;
+  }
+  if (p)
+    p->q = q;
+  return p;
+}
+
 static void q_destroy(zkr__queue *q) {
   free(q->parent);
   free(q->data);
@@ -130,6 +192,8 @@ static void q_destroy(zkr__queue *q) {
   free(q->pred1);
   free(q->pred2);
   free(q->watch_path);
+  post_free(q->dpost);
+  zkr__event_free(q->sev);
   pthread_cond_destroy(&q->cv);
   pthread_mutex_destroy(&q->mu);
   zkr__session_unref(q->s);
@@ -144,6 +208,23 @@ static void q_unref(zkr__queue *q) {
     q_destroy(q);
 }
 
+static void post_done(void *arg);
+static void deliver_states(void *arg);
+
+/* Let go of q->mu, then deliver what could not go to the event thread
+ * (the session is closed): the user's callbacks never run under mu. */
+static void q_unlock(zkr__queue *q) {
+  struct post *p = q->orphan;
+  int states = q->state_orphan;
+  q->orphan = NULL;
+  q->state_orphan = 0;
+  pthread_mutex_unlock(&q->mu);
+  if (states)
+    deliver_states(q);
+  if (p)
+    post_done(p);
+}
+
 static struct qctx *ctx_new(zkr__queue *q) {
   struct qctx *c = calloc(1, sizeof *c);
   if (!c)
@@ -156,11 +237,47 @@ static struct qctx *ctx_new(zkr__queue *q) {
   return c;
 }
 
+/* Under mu: forget a context whose callback will never run. Never the
+ * last reference (the caller has one). */
+static void ctx_forget(zkr__queue *q, struct qctx *c) {
+  if (c) {
+    q->refs--;
+    free(c);
+  }
+}
+
 /* Release a context from a callback (q->mu not held). */
 static void ctx_done(struct qctx *c) {
   zkr__queue *q = c->q;
   free(c);
   q_unref(q);
+}
+
+/* Start of every request and watch callback: marks the thread as a
+ * callback thread and takes mu. Returns 1 if @c belongs to the current
+ * attempt and the object is in @phase. */
+static int callback_enter(struct qctx *c, qphase phase) {
+  zkr__queue *q = c->q;
+  zkr__tls_in_callback++;
+  pthread_mutex_lock(&q->mu);
+  return c->attempt == q->attempt && q->phase == phase;
+}
+
+/* End of every request and watch callback: under mu on entry. */
+static void callback_exit(struct qctx *c) {
+  zkr__queue *q = c->q;
+  q_unlock(q);
+  ctx_done(c);
+  zkr__tls_in_callback--;
+}
+
+/* A reply or send failure that means "not now": the connection or the
+ * ZooKeeper session went away. The step is repeated once the session is
+ * connected again; a session that is gone for good ends the attempt
+ * through the state hook (CLOSED, or LOST without renewal). */
+static int transient(int zrc) {
+  return zkr__retryable(zrc) || zrc == ZSESSIONEXPIRED || zrc == ZCLOSING ||
+         zrc == ZINVALIDSTATE || zrc == ZSESSIONMOVED;
 }
 
 /* ------------------------------------------------------------------ */
@@ -202,46 +319,52 @@ static void clear_node(zkr__queue *q) {
   q->czxid = 0;
 }
 
-/* Forget our one watch (under mu). The registry entry is unlinked without
+/* Under mu: take @name (a child of the parent) as our node. */
+static int set_node(zkr__queue *q, const char *name) {
+  clear_node(q);
+  q->node = zkr__strdup(name);
+  q->node_path = zkr__path_join(q->parent, name);
+  if (!q->node || !q->node_path)
+    return ZKR_ENOMEM;
+  return zkr__seq_parse(q->node, &q->seq) ? ZKR_OK : ZKR_EZK;
+}
+
+/* Under mu: forget our one watch. The registry entry is unlinked without
  * waiting for a callback in progress: that callback finds its watch id
  * stale and only drops its reference. With @server, the server-side watch
  * is removed too, so an abandoned waiter leaves no stale watch. */
 static void drop_watch(zkr__queue *q, int server) {
   if (q->watch_id) {
-    if (zkr__watch_unlink(q->s, q->watch_id)) {
-      /* its callback will never run; never the last reference here */
-      free(q->watch_ctx);
-      q->refs--;
-    }
-    q->watch_ctx = NULL; /* else its callback frees it */
+    if (zkr__watch_unlink(q->s, q->watch_id))
+      ctx_forget(q, q->watch_ctx); /* its callback will never run */
+    q->watch_ctx = NULL;           /* else its callback frees it */
     q->watch_id = 0;
     if (server && q->watch_path)
-      zkr__session_unwatch(q->s, q->watch_path);
+      zkr__session_unwatch(q->s, q->watch_path, q->watch_kind);
   }
+  free(q->watch_path);
+  q->watch_path = NULL;
+}
+
+/* Under mu, in a watch callback: the registry consumed our watch. */
+static void watch_consumed(zkr__queue *q) {
+  q->watch_id = 0;
+  q->watch_ctx = NULL;
   free(q->watch_path);
   q->watch_path = NULL;
 }
 
 static void cancel_timer(zkr__queue *q) {
   if (q->timer_id) {
-    if (zkr__timer_cancel(q->s, q->timer_id)) {
-      free(q->timer_ctx); /* the timer will never run */
-      q->refs--;
-    }
-    q->timer_ctx = NULL; /* else it runs and frees it */
+    if (zkr__timer_cancel(q->s, q->timer_id))
+      ctx_forget(q, q->timer_ctx); /* the timer will never run */
+    q->timer_ctx = NULL;           /* else it runs and frees it */
     q->timer_id = 0;
   }
 }
 
 /* ------------------------------------------------------------------ */
-/* completion of an attempt */
-
-struct post {
-  zkr__queue *q;
-  zkr__queue_done_fn fn;
-  void *ud;
-  int rc;
-};
+/* the user's callbacks */
 
 /* Run a user callback unless the object was freed; zkr__queue_free()
  * waits for one in progress. */
@@ -268,50 +391,82 @@ static void post_done(void *arg) {
     p->fn(q, p->rc, p->ud);
     cb_leave(q);
   }
-  free(p);
+  post_free(p);
   q_unref(q);
 }
 
-struct spost {
-  zkr__queue *q;
-  zkr__queue_state_fn fn;
-  void *ud;
-  zkr__qstate st;
-};
+/* Under mu: hand @p (its fn, ud and rc set) to the event thread, or to
+ * q_unlock() once there is none. */
+static void send_post(zkr__queue *q, struct post *p) {
+  q_ref_locked(q);
+  if (zkr__session_post_event(q->s, p->ev, post_done, p) != ZKR_OK)
+    q->orphan = p; /* the session is closed: delivered by q_unlock() */
+}
 
-static void post_state(void *arg) {
-  struct spost *p = arg;
-  zkr__queue *q = p->q;
-  if (cb_enter(q)) {
-    p->fn(q, p->st, p->ud);
-    cb_leave(q);
+/* Deliver the pending state changes, oldest first (event thread, or after
+ * close the thread that made them). Holds a reference taken when it was
+ * queued. */
+static void deliver_states(void *arg) {
+  zkr__queue *q = arg;
+  pthread_mutex_lock(&q->mu);
+  while (q->ring_len > 0) {
+    zkr__qstate st = q->ring[q->ring_head];
+    q->ring_head = (q->ring_head + 1) % STATE_RING;
+    q->ring_len--;
+    zkr__queue_state_fn fn = q->state_fn;
+    void *ud = q->state_ud;
+    if (!fn || q->freed)
+      continue;
+    q->cb_running = 1;
+    pthread_mutex_unlock(&q->mu);
+    fn(q, st, ud);
+    pthread_mutex_lock(&q->mu);
+    q->cb_running = 0;
+    pthread_cond_broadcast(&q->cv);
   }
-  free(p);
+  q->sev_queued = 0;
+  pthread_mutex_unlock(&q->mu);
   q_unref(q);
 }
 
-/* Under mu: tell the user (on the event thread) that the lock state
- * changed. */
+/* Under mu: the contender's state changed; tell the user (on the event
+ * thread) if it is a change of a held node (HELD, SUSPECT, LOST). */
 static void set_lstate(zkr__queue *q, zkr__qstate st) {
   if (q->lstate == st)
     return;
   q->lstate = st;
   pthread_cond_broadcast(&q->cv);
-  if (!q->state_fn || q->freed)
+  if (!q->state_fn || q->freed ||
+      !(st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT || st == ZKR__Q_LOST))
     return;
-  struct spost *p = calloc(1, sizeof *p);
-  if (!p)
-    return;
-  p->q = q;
-  p->fn = q->state_fn;
-  p->ud = q->state_ud;
-  p->st = st;
-  q_ref_locked(q);
-  if (zkr__session_post(q->s, post_state, p) != ZKR_OK) {
-    q->refs--;
-    free(p);
+  if (q->ring_len == STATE_RING) {
+    /* merge the oldest change that is not a loss into the next one */
+    int i = 0;
+    while (i < STATE_RING - 1 &&
+           q->ring[(q->ring_head + i) % STATE_RING] == ZKR__Q_LOST)
+      i++;
+    for (; i > 0; i--)
+      q->ring[(q->ring_head + i) % STATE_RING] =
+          q->ring[(q->ring_head + i - 1) % STATE_RING];
+    q->ring_head = (q->ring_head + 1) % STATE_RING;
+    q->ring_len--;
+    zkr__log(ZKR_LOG_WARN,
+             "%s: state callbacks are %d changes behind; two "
+             "merged",
+             q->parent, STATE_RING);
   }
+  q->ring[(q->ring_head + q->ring_len) % STATE_RING] = st;
+  q->ring_len++;
+  if (q->sev_queued)
+    return;
+  q->sev_queued = 1;
+  q_ref_locked(q);
+  if (zkr__session_post_event(q->s, q->sev, deliver_states, q) != ZKR_OK)
+    q->state_orphan = 1; /* the session is closed: by q_unlock() */
 }
+
+/* ------------------------------------------------------------------ */
+/* completion of an attempt */
 
 /* Under mu: abandon whatever the attempt left on the server. */
 static void abandon(zkr__queue *q) {
@@ -332,10 +487,9 @@ static void finish(zkr__queue *q, int rc) {
   cancel_timer(q);
   q->waiting_conn = 0;
   if (rc == ZKR_OK) {
-    drop_watch(q, 0);
+    drop_watch(q, q->watch_kind == ZKR__WATCH_CHILD);
     clear_preds(q);
     q->phase = Q_HELD;
-    q->count = 1;
     set_lstate(q, ZKR__Q_HELD);
     arm_held_watch(q);
   } else {
@@ -347,21 +501,11 @@ static void finish(zkr__queue *q, int rc) {
   q->result = rc;
   q->finished = 1;
   pthread_cond_broadcast(&q->cv);
-  if (q->done_fn) {
-    struct post *p = calloc(1, sizeof *p);
-    if (p) {
-      p->q = q;
-      p->fn = q->done_fn;
-      p->ud = q->done_ud;
-      p->rc = rc;
-      q_ref_locked(q);
-      if (zkr__session_post(q->s, post_done, p) != ZKR_OK) {
-        /* the session is closed: the event thread is gone, run it here */
-        q->refs--;
-        free(p);
-      }
-    }
-    q->done_fn = NULL;
+  struct post *p = q->dpost;
+  if (p && p->fn) {
+    q->dpost = NULL;
+    p->rc = rc;
+    send_post(q, p);
   }
 }
 
@@ -371,35 +515,13 @@ static int acquiring(zkr__queue *q) {
 }
 
 /* ------------------------------------------------------------------ */
-/* the steps */
+/* sending requests */
 
 static void step_create(zkr__queue *q);
 static void step_list(zkr__queue *q);
 static void step_watch(zkr__queue *q);
 static void step_adopt(zkr__queue *q);
-
-/* Under mu: leave the queue position (our node is gone or not ours) and
- * queue again with a new create. */
-static void requeue(zkr__queue *q) {
-  clear_node(q);
-  clear_preds(q);
-  q->phase = Q_CREATING;
-  step_create(q);
-}
-
-/* End of every request callback: under mu on entry. */
-static void callback_exit(zkr__queue *q, struct qctx *c) {
-  pthread_mutex_unlock(&q->mu);
-  ctx_done(c);
-  zkr__tls_in_callback--;
-}
-
-/* A reply that means "not now": the connection or the ZooKeeper session
- * went away; the step is repeated once the session is connected again. */
-static int gone_for_now(int rc) {
-  return zkr__retryable(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-         rc == ZINVALIDSTATE;
-}
+static void relist(zkr__queue *q);
 
 /* Under mu: a step could not be sent or its reply was lost; continue when
  * the session is connected again (state hook). */
@@ -407,28 +529,19 @@ static void pause_for_connection(zkr__queue *q) {
   q->waiting_conn = 1;
 }
 
-/* Under mu: get the handle for one request; on failure the attempt either
- * pauses (between sessions) or ends. Returns NULL if no request may go. */
-static zhandle_t *get_zh(zkr__queue *q, uint64_t *gen) {
-  zhandle_t *zh;
-  int rc = zkr__session_get_zh(q->s, &zh, gen);
-  if (rc == ZKR_OK)
-    return zh;
-  if (rc == ZKR_ECONNLOSS)
-    pause_for_connection(q);
-  else
-    finish(q, rc);
-  return NULL;
-}
-
 /* Under mu: the handle and a context for one request; NULL if no request
  * may go now (the attempt pauses or ends). Release the handle with
  * zkr__session_put_zh() right after sending. */
 static struct qctx *begin_request(zkr__queue *q, zhandle_t **zh) {
   uint64_t gen;
-  *zh = get_zh(q, &gen);
-  if (!*zh)
+  int rc = zkr__session_get_zh(q->s, zh, &gen);
+  if (rc != ZKR_OK) {
+    if (rc == ZKR_ECONNLOSS)
+      pause_for_connection(q);
+    else
+      finish(q, rc);
     return NULL;
+  }
   struct qctx *c = ctx_new(q);
   if (!c) {
     zkr__session_put_zh(q->s);
@@ -444,72 +557,149 @@ static struct qctx *begin_request(zkr__queue *q, zhandle_t **zh) {
 static void end_request(zkr__queue *q, struct qctx *c, int rc) {
   if (rc == ZOK)
     return;
-  q->refs--;
-  free(c);
-  if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
+  ctx_forget(q, c);
+  if (transient(rc))
     pause_for_connection(q);
   else
     finish(q, zkr__from_zk(rc));
+}
+
+/* Under mu: register our one watch, of @kind on @path (taken over), for
+ * @wfn; then @send sends the request that sets it on the server, with the
+ * completion context @ec. Puts @zh back. Returns ZKR_ENOMEM (nothing
+ * registered, nothing sent) or ZKR_OK with *zrc the send's ZooKeeper code
+ * (not ZOK: nothing stays registered). */
+typedef int (*send_fn)(zhandle_t *zh, const char *path, struct qctx *ec);
+
+static int set_watch(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                     char *path, zkr__watch_fn wfn, send_fn send,
+                     struct qctx *ec, int *zrc) {
+  struct qctx *wc = path ? ctx_new(q) : NULL;
+  uint64_t wid = 0;
+  if (!wc || zkr__watch_add(q->s, path, kind, wfn, wc, &wid) != ZKR_OK) {
+    zkr__session_put_zh(q->s);
+    ctx_forget(q, wc);
+    free(path);
+    return ZKR_ENOMEM;
+  }
+  wc->watch_id = wid;
+  ec->watch_id = wid;
+  q->watch_id = wid;
+  q->watch_kind = kind;
+  q->watch_ctx = wc;
+  q->watch_path = path;
+  *zrc = send(zh, path, ec);
+  zkr__session_put_zh(q->s);
+  if (*zrc != ZOK)
+    drop_watch(q, 0);
+  return ZKR_OK;
+}
+
+/* Under mu: set_watch() with its outcome handled like end_request(). */
+static void watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                          char *path, zkr__watch_fn wfn, send_fn send,
+                          struct qctx *ec) {
+  int zrc = ZOK;
+  if (set_watch(q, zh, kind, path, wfn, send, ec, &zrc) != ZKR_OK) {
+    ctx_forget(q, ec);
+    finish(q, ZKR_ENOMEM);
+  } else {
+    end_request(q, ec, zrc);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* create */
+
+/* Requeue: leave the queue position (our node is gone or not ours) and
+ * queue again with a new create. Under mu. */
+static void requeue(zkr__queue *q) {
+  clear_node(q);
+  clear_preds(q);
+  q->phase = Q_CREATING;
+  step_create(q);
+}
+
+/* The completion of an ancestor's create: keep a real error, so that the
+ * node's create, which then fails with ZNONODE, reports it. */
+static void parent_cb(int rc, const char *value, const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  (void)value;
+  if (callback_enter(c, Q_CREATING) && rc != ZOK && rc != ZNODEEXISTS &&
+      rc != ZNONODE && !transient(rc) && q->parent_err == ZOK)
+    q->parent_err = rc; /* the first: the deeper ones fail with ZNONODE */
+  callback_exit(c);
+}
+
+static int send_parent(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_acreate(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+                     parent_cb, c);
+}
+
+/* Under mu: the parent is missing. Create it and its ancestors as
+ * containers, top down, then the node again: requests of one session are
+ * applied in order, so the node's create sees them. */
+static void step_parents(zkr__queue *q) {
+  q->parent_tries++;
+  q->parent_err = ZOK;
+  char *anc = zkr__strdup(q->parent);
+  if (!anc) {
+    finish(q, ZKR_ENOMEM);
+    return;
+  }
+  for (char *p = strchr(anc + 1, '/');; p = strchr(p + 1, '/')) {
+    if (p)
+      *p = '\0';
+    zhandle_t *zh;
+    struct qctx *c = begin_request(q, &zh);
+    if (!c)
+      break;
+    int rc = send_parent(zh, anc, c);
+    zkr__session_put_zh(q->s);
+    end_request(q, c, rc);
+    if (rc != ZOK || !p)
+      break;
+    *p = '/';
+  }
+  free(anc);
+  if (q->phase == Q_CREATING && !q->waiting_conn)
+    step_create(q);
+}
+
+/* The node's create failed with @rc and the attempt ends: the error to
+ * report. */
+static int create_error(zkr__queue *q, int rc) {
+  if (rc == ZNONODE && q->parent_err != ZOK)
+    rc = q->parent_err; /* why the parent could not be made */
+  if (rc == ZBADARGUMENTS)
+    return ZKR_EBADPATH; /* a path the server refuses */
+  return zkr__from_zk(rc);
 }
 
 static void create_cb(int rc, const char *value, const struct Stat *stat,
                       const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt != q->attempt || q->phase != Q_CREATING) {
+  if (!callback_enter(c, Q_CREATING)) {
     /* an abandoned attempt: remove what it made */
     if (rc == ZOK && value)
       zkr__session_bg_delete(q->s, value, c->gen);
   } else if (rc == ZOK) {
     const char *slash = strrchr(value, '/');
-    free(q->node);
-    free(q->node_path);
-    q->node = zkr__strdup(slash ? slash + 1 : value);
-    q->node_path = zkr__strdup(value);
+    int src = set_node(q, slash ? slash + 1 : value);
     q->gen = c->gen;
     q->create_unknown = 0;
     q->czxid = stat ? stat->czxid : 0;
-    if (!q->node || !q->node_path || !zkr__seq_parse(q->node, &q->seq)) {
-      finish(q, q->node && q->node_path ? ZKR_EZK : ZKR_ENOMEM);
+    if (src != ZKR_OK) {
+      finish(q, src);
     } else {
       q->phase = Q_LISTING;
       step_list(q);
     }
-  } else if (rc == ZNONODE && q->parent_tries < 3) {
-    /* The parent is missing: create it and its ancestors as containers
-     * (requests of one session are applied in order), then again. */
-    q->parent_tries++;
+  } else if (rc == ZNONODE && q->parent_tries < 3 && q->parent_err == ZOK) {
     q->create_unknown = 0;
-    uint64_t gen;
-    zhandle_t *zh = get_zh(q, &gen);
-    if (zh) {
-      int err = ZOK;
-      for (const char *p = strchr(q->parent + 1, '/');;
-           p = strchr(p + 1, '/')) {
-        size_t n = p ? (size_t)(p - q->parent) : strlen(q->parent);
-        char *anc = malloc(n + 1);
-        if (!anc) {
-          err = ZNOTHING; /* out of memory: mapped below */
-          break;
-        }
-        memcpy(anc, q->parent, n);
-        anc[n] = '\0';
-        err = zoo_acreate(zh, anc, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
-                          ZOO_CONTAINER, zkr__ignore_string_cb, NULL);
-        free(anc);
-        if (err != ZOK || !p)
-          break;
-      }
-      zkr__session_put_zh(q->s);
-      if (err == ZNOTHING)
-        finish(q, ZKR_ENOMEM);
-      else if (err != ZOK && !zkr__retryable(err) && err != ZINVALIDSTATE)
-        finish(q, zkr__from_zk(err));
-      else
-        step_create(q);
-    }
+    step_parents(q);
   } else if (zkr__retryable(rc)) {
     /* The create may or may not have been applied: find it again by its
      * prefix once the connection is back. */
@@ -517,54 +707,50 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
     q->create_gen_valid = 1;
     q->gen = c->gen;
     pause_for_connection(q);
-  } else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE) {
+  } else if (transient(rc)) {
     q->create_unknown = 0;
     pause_for_connection(q); /* a new session will come (or CLOSED) */
   } else {
     q->create_unknown = 0;
-    finish(q, zkr__from_zk(rc));
+    finish(q, create_error(q, rc));
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
 static void step_create(zkr__queue *q) {
-  uint64_t gen;
-  zhandle_t *zh = get_zh(q, &gen);
-  if (!zh)
-    return;
-  char *path = malloc(strlen(q->parent) + 1 + strlen(q->prefix) +
-                      strlen(q->pol->name) + 1);
-  struct qctx *c = path ? ctx_new(q) : NULL;
-  if (!c) {
-    zkr__session_put_zh(q->s);
-    free(path);
+  size_t len =
+      strlen(q->parent) + 1 + strlen(q->prefix) + strlen(q->pol->name) + 1;
+  char *path = malloc(len);
+  if (!path) {
     finish(q, ZKR_ENOMEM);
     return;
   }
-  snprintf(path,
-           strlen(q->parent) + 1 + strlen(q->prefix) + strlen(q->pol->name) + 1,
-           "%s/%s%s", q->parent, q->prefix, q->pol->name);
-  c->gen = gen;
-  int rc = zoo_acreate2(zh, path, q->data, q->datalen, &ZOO_OPEN_ACL_UNSAFE,
-                        ZOO_EPHEMERAL_SEQUENTIAL, create_cb, c);
-  zkr__session_put_zh(q->s);
-  free(path);
-  if (rc != ZOK) {
-    q->refs--;
-    free(c);
-    if (zkr__retryable(rc) || rc == ZINVALIDSTATE)
-      pause_for_connection(q);
-    else
-      finish(q, zkr__from_zk(rc));
+  snprintf(path, len, "%s/%s%s", q->parent, q->prefix, q->pol->name);
+  zhandle_t *zh;
+  struct qctx *c = begin_request(q, &zh);
+  if (c) {
+    int rc = zoo_acreate2(zh, path, q->data, q->datalen, &ZOO_OPEN_ACL_UNSAFE,
+                          ZOO_EPHEMERAL_SEQUENTIAL, create_cb, c);
+    zkr__session_put_zh(q->s);
+    end_request(q, c, rc);
   }
+  free(path);
+}
+
+/* ------------------------------------------------------------------ */
+/* adoption of a node whose create reply was lost */
+
+/* Under mu: look for the node again after reconnecting. */
+static void adopt_later(zkr__queue *q) {
+  q->create_unknown = 1;
+  clear_node(q);
+  q->phase = Q_CREATING;
 }
 
 static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_LISTING && q->adopting) {
+  if (callback_enter(c, Q_LISTING) && q->adopting) {
     q->adopting = 0;
     int64_t sid = 0;
     zkr__session_generation(q->s, &sid);
@@ -578,16 +764,14 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
                "session; not adopted",
                q->node_path);
       requeue(q);
-    } else if (gone_for_now(rc)) {
-      q->create_unknown = 1; /* look again after reconnecting */
-      clear_node(q);
-      q->phase = Q_CREATING;
+    } else if (transient(rc)) {
+      adopt_later(q);
       pause_for_connection(q);
     } else {
       finish(q, zkr__from_zk(rc));
     }
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
 /* Under mu: read the stat of a node found by our prefix. */
@@ -601,39 +785,49 @@ static void step_adopt(zkr__queue *q) {
   zkr__session_put_zh(q->s);
   if (rc != ZOK) {
     q->adopting = 0;
-    q->create_unknown = 1; /* look for it again */
-    clear_node(q);
-    q->phase = Q_CREATING;
+    adopt_later(q);
   }
   end_request(q, c, rc);
 }
 
+/* Under mu: recovering a create whose reply was lost: is our node among
+ * @names? */
+static void find_lost_create(zkr__queue *q, const struct String_vector *names) {
+  q->create_unknown = 0;
+  const char *found = NULL;
+  size_t plen = strlen(q->prefix);
+  for (int i = 0; names && i < names->count; i++)
+    if (strncmp(names->data[i], q->prefix, plen) == 0)
+      found = names->data[i];
+  if (!found) {
+    q->phase = Q_CREATING;
+    step_create(q); /* it was never applied */
+    return;
+  }
+  /* The prefix is this attempt's own random id; check that the node's
+   * owner is our session and read its czxid (the fencing token). */
+  int rc = set_node(q, found);
+  if (rc != ZKR_OK)
+    finish(q, rc);
+  else
+    step_adopt(q);
+}
+
+/* ------------------------------------------------------------------ */
+/* list and decide */
+
+/* Does the policy let us hold with @blockers before us? */
+static int holds(const zkr__queue *q, int blockers) {
+  return q->pol->holds ? q->pol->holds(blockers, q->pol->ctx) != 0
+                       : blockers == 0;
+}
+
+static void waiting(zkr__queue *q);
+
 /* Under mu: the children are listed; find our place. */
 static void evaluate(zkr__queue *q, const struct String_vector *names) {
-  /* Recovering a create whose reply was lost: is our node there? */
   if (q->create_unknown) {
-    q->create_unknown = 0;
-    const char *found = NULL;
-    size_t plen = strlen(q->prefix);
-    for (int i = 0; names && i < names->count; i++)
-      if (strncmp(names->data[i], q->prefix, plen) == 0)
-        found = names->data[i];
-    if (!found) {
-      q->phase = Q_CREATING;
-      step_create(q); /* it was never applied */
-      return;
-    }
-    /* The prefix is this attempt's own random id; check that the node's
-     * owner is our session and read its czxid (the fencing token). */
-    free(q->node);
-    free(q->node_path);
-    q->node = zkr__strdup(found);
-    q->node_path = zkr__path_join(q->parent, found);
-    if (!q->node || !q->node_path || !zkr__seq_parse(q->node, &q->seq)) {
-      finish(q, ZKR_ENOMEM);
-      return;
-    }
-    step_adopt(q);
+    find_lost_create(q, names);
     return;
   }
   int have_self = 0;
@@ -650,7 +844,7 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
     }
     if (!zkr__seq_parse(name, &seq) || zkr__seq_cmp(seq, q->seq) >= 0)
       continue;
-    if (!q->pol->blocks(name, q->pol->ctx))
+    if (q->pol->blocks && !q->pol->blocks(name, q->pol->ctx))
       continue;
     q->npreds++;
     if (!near1 || zkr__seq_cmp(seq, seq1) > 0) {
@@ -664,6 +858,7 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
     }
   }
   if (!have_self) {
+    drop_watch(q, 1);
     requeue(q); /* our node is gone (deleted by someone) */
     return;
   }
@@ -672,7 +867,7 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
     finish(q, ZKR_ENOMEM);
     return;
   }
-  if (q->npreds == 0) {
+  if (holds(q, q->npreds)) {
     finish(q, ZKR_OK);
     return;
   }
@@ -680,35 +875,58 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
     finish(q, ZKR_EWOULDBLOCK);
     return;
   }
-  q->phase = Q_WATCHING;
-  step_watch(q);
+  waiting(q);
 }
 
 static void list_cb(int rc, const struct String_vector *names,
                     const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_LISTING) {
-    if (rc == ZOK)
+  if (callback_enter(c, Q_LISTING) &&
+      (c->watch_id == q->watch_id || q->relist_after)) {
+    if (rc == ZOK && q->relist_after) {
+      relist(q); /* the queue changed since this listing was read */
+    } else if (rc == ZOK) {
       evaluate(q, names);
-    else if (rc == ZNONODE) {
+    } else if (rc == ZNONODE) {
+      drop_watch(q, 1);
       requeue(q); /* parent gone: so is our node */
-    } else if (gone_for_now(rc))
+    } else if (transient(rc)) {
+      drop_watch(q, 0);
       pause_for_connection(q);
-    else
+    } else {
       finish(q, zkr__from_zk(rc));
+    }
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
+static int send_list(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_aget_children(zh, path, 0, list_cb, c);
+}
+
+static int send_list_watch(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_aget_children(zh, path, 1, list_cb, c);
+}
+
+static void children_watch_cb(zkr_session *s, int type, const char *path,
+                              void *ctx);
+
+/* Under mu: list the children (with CHILDREN, setting the children watch
+ * a waiter waits on, unless it only tries once). */
 static void step_list(zkr__queue *q) {
   zhandle_t *zh;
   struct qctx *c = begin_request(q, &zh);
   if (!c)
     return;
-  int rc = zoo_aget_children(zh, q->parent, 0, list_cb, c);
+  if (q->pol->wait == ZKR__QWAIT_CHILDREN && !q->try_once &&
+      !q->create_unknown && !q->adopting) {
+    drop_watch(q, 0);
+    watch_request(q, zh, ZKR__WATCH_CHILD, zkr__strdup(q->parent),
+                  children_watch_cb, send_list_watch, c);
+    return;
+  }
+  int rc = send_list(zh, q->parent, c);
   zkr__session_put_zh(q->s);
   end_request(q, c, rc);
 }
@@ -717,10 +935,42 @@ static void step_list(zkr__queue *q) {
  * there now. */
 static void relist(zkr__queue *q) {
   drop_watch(q, 0);
+  q->relist_after = 0;
   clear_preds(q);
   q->phase = Q_LISTING;
   step_list(q);
 }
+
+/* Under mu: not held after a listing: wait as the policy says. */
+static void waiting(zkr__queue *q) {
+  q->phase = Q_WATCHING;
+  if (q->pol->wait == ZKR__QWAIT_CHILDREN)
+    return; /* the listing set the children watch */
+  step_watch(q);
+}
+
+/* A change of the children (CHILDREN): list again. */
+static void children_watch_cb(zkr_session *s, int type, const char *path,
+                              void *ctx) {
+  struct qctx *c = ctx;
+  zkr__queue *q = c->q;
+  (void)s;
+  (void)type;
+  (void)path;
+  callback_enter(c, Q_WATCHING);
+  if (c->attempt == q->attempt && c->watch_id == q->watch_id &&
+      (q->phase == Q_WATCHING || q->phase == Q_LISTING)) {
+    watch_consumed(q);
+    if (q->phase == Q_WATCHING)
+      relist(q);
+    else
+      q->relist_after = 1; /* the listing in flight is stale */
+  }
+  callback_exit(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* NEAREST: watch the nearest blocker */
 
 /* Under mu: no blocker of the last listing is left. Held, without a
  * request; but with watch_held, which promises that a deletion of our node
@@ -744,7 +994,7 @@ static void pred_gone(zkr__queue *q) {
   q->pred2 = NULL;
   if (q->npreds == 0)
     none_left(q);
-  else if (q->npreds == 1)
+  else if (q->npreds == 1 && q->pred1)
     step_watch(q); /* the one we kept the name of */
   else
     relist(q); /* several may remain */
@@ -755,30 +1005,22 @@ static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
   zkr__queue *q = c->q;
   (void)s;
   (void)path;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_WATCHING &&
-      c->watch_id == q->watch_id) {
-    q->watch_id = 0; /* consumed: the registry already unlinked it */
-    q->watch_ctx = NULL;
-    free(q->watch_path);
-    q->watch_path = NULL;
+  if (callback_enter(c, Q_WATCHING) && c->watch_id == q->watch_id) {
+    watch_consumed(q); /* the registry already unlinked it */
     if (type == ZOO_DELETED_EVENT)
       pred_gone(q);
     else
       step_watch(q); /* changed, or anything else: look again */
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
 static void exists_cb(int rc, const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
   (void)stat;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_WATCHING &&
-      c->watch_id == q->watch_id && q->watch_id != 0) {
+  if (callback_enter(c, Q_WATCHING) && c->watch_id == q->watch_id &&
+      q->watch_id != 0) {
     if (rc == ZOK) {
       /* the watch is set: wait for it */
     } else if (rc == ZNONODE) {
@@ -787,75 +1029,38 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
        * this one is dropped. */
       drop_watch(q, 1);
       pred_gone(q);
-    } else if (gone_for_now(rc)) {
+    } else if (transient(rc)) {
       pause_for_connection(q);
     } else {
       finish(q, zkr__from_zk(rc));
     }
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
-/* Under mu: register our one watch on @path (taken over, may be NULL) with
- * @wfn and send exists+watch with @efn as its completion; puts @zh back.
- * Returns ZKR_ENOMEM (nothing registered, nothing sent) or ZKR_OK with
- * *zrc the result of sending (not ZOK: the watch is dropped again). */
-static int set_watch(zkr__queue *q, zhandle_t *zh, char *path,
-                     zkr__watch_fn wfn, stat_completion_t efn, int *zrc) {
-  struct qctx *wc = path ? ctx_new(q) : NULL;
-  struct qctx *ec = wc ? ctx_new(q) : NULL;
-  uint64_t wid = 0;
-  if (!ec || zkr__watch_add(q->s, path, wfn, wc, &wid) != ZKR_OK) {
-    zkr__session_put_zh(q->s);
-    if (wc) {
-      q->refs--;
-      free(wc);
-    }
-    if (ec) {
-      q->refs--;
-      free(ec);
-    }
-    free(path);
-    return ZKR_ENOMEM;
-  }
-  wc->watch_id = wid;
-  ec->watch_id = wid;
-  q->watch_id = wid;
-  q->watch_ctx = wc;
-  q->watch_path = path;
-  *zrc = zoo_aexists(zh, path, 1, efn, ec);
-  zkr__session_put_zh(q->s);
-  if (*zrc != ZOK) {
-    q->refs--;
-    free(ec);
-    drop_watch(q, 0);
-  }
-  return ZKR_OK;
+static int send_exists(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_aexists(zh, path, 1, exists_cb, c);
 }
 
 /* Under mu: watch the nearest remaining blocker (one exists+watch). */
 static void step_watch(zkr__queue *q) {
   drop_watch(q, 0);
-  if (!q->pred1) { /* npreds == 0; or a name not kept (cannot happen) */
+  if (!q->pred1) {
     if (q->npreds == 0)
       none_left(q);
     else
-      relist(q);
+      relist(q); /* a name not kept (cannot happen) */
     return;
   }
-  uint64_t gen;
-  zhandle_t *zh = get_zh(q, &gen);
-  if (!zh)
-    return;
-  char *path = zkr__path_join(q->parent, q->pred1);
-  int zrc;
-  if (set_watch(q, zh, path, watch_cb, exists_cb, &zrc) != ZKR_OK)
-    finish(q, ZKR_ENOMEM);
-  else if (zrc != ZOK && (zkr__retryable(zrc) || zrc == ZINVALIDSTATE))
-    pause_for_connection(q);
-  else if (zrc != ZOK)
-    finish(q, zkr__from_zk(zrc));
+  zhandle_t *zh;
+  struct qctx *c = begin_request(q, &zh);
+  if (c)
+    watch_request(q, zh, ZKR__WATCH_DATA, zkr__path_join(q->parent, q->pred1),
+                  watch_cb, send_exists, c);
 }
+
+/* ------------------------------------------------------------------ */
+/* pauses, losses */
 
 /* Under mu: continue a paused attempt now that the session is connected. */
 static void resume(zkr__queue *q) {
@@ -873,22 +1078,55 @@ static void resume(zkr__queue *q) {
     step_list(q);
     break;
   case Q_WATCHING:
-    step_watch(q);
+    if (q->pol->wait == ZKR__QWAIT_CHILDREN)
+      relist(q);
+    else
+      step_watch(q);
     break;
   default:
     break;
   }
 }
 
-/* Under mu: a held lock is lost (session gone, or the node deleted). The
- * object is idle again; release() reports ZKR_ELOCKLOST once. */
+/* Under mu: start over with a new node in the next ZooKeeper session (or
+ * this one), the deadline unchanged: our node, if any, went with the old
+ * session or is gone. */
+static void restart(zkr__queue *q) {
+  drop_watch(q, 0);
+  clear_node(q);
+  clear_preds(q);
+  q->create_unknown = 0;
+  q->parent_tries = 0;
+  q->phase = Q_CREATING;
+  q->attempt++;
+  make_prefix(q->prefix, sizeof q->prefix);
+  if (zkr_session_state_get(q->s) == ZKR_STATE_CONNECTED)
+    step_create(q);
+  else
+    pause_for_connection(q);
+}
+
+/* Under mu: a held node is lost (session gone, or the node deleted): LOST;
+ * then idle (release() reports ZKR_ELOCKLOST once), or with
+ * ZKR__QLOSS_REQUEUE queued again at the back without a deadline. */
 static void lose(zkr__queue *q) {
   drop_watch(q, 0);
   clear_node(q);
   q->phase = Q_IDLE;
-  q->count = 0;
   q->attempt++;
   set_lstate(q, ZKR__Q_LOST);
+  if (q->pol->on_loss == ZKR__QLOSS_REQUEUE && !q->freed) {
+    zkr_session_state st = zkr_session_state_get(q->s);
+    if (st == ZKR_STATE_CLOSED ||
+        (st == ZKR_STATE_LOST && !zkr__session_renews(q->s)))
+      return; /* no session to queue in: stays LOST */
+    q->acq++;
+    q->try_once = 0;
+    q->finished = 0;
+    q->deadline = -1;
+    q->lstate = ZKR__Q_ACQUIRING;
+    restart(q);
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -900,30 +1138,22 @@ static void held_watch_cb(zkr_session *s, int type, const char *path,
   zkr__queue *q = c->q;
   (void)s;
   (void)path;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_HELD &&
-      c->watch_id == q->watch_id) {
-    q->watch_id = 0; /* consumed */
-    q->watch_ctx = NULL;
-    free(q->watch_path);
-    q->watch_path = NULL;
+  if (callback_enter(c, Q_HELD) && c->watch_id == q->watch_id) {
+    watch_consumed(q);
     if (type == ZOO_DELETED_EVENT)
       lose(q); /* deleted by another client */
     else
       arm_held_watch(q); /* changed (e.g. a revocation request): again */
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
 static void held_exists_cb(int rc, const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
   (void)stat;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_HELD &&
-      c->watch_id == q->watch_id && q->watch_id != 0) {
+  if (callback_enter(c, Q_HELD) && c->watch_id == q->watch_id &&
+      q->watch_id != 0) {
     if (rc == ZNONODE) {
       drop_watch(q, 1); /* exists() left a watch for its creation */
       lose(q);
@@ -932,22 +1162,33 @@ static void held_exists_cb(int rc, const struct Stat *stat, const void *data) {
       drop_watch(q, 0);
     }
   }
-  callback_exit(q, c);
+  callback_exit(c);
 }
 
-/* Under mu: with watch_held, set an exists watch on our held node. */
+static int send_held_exists(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_aexists(zh, path, 1, held_exists_cb, c);
+}
+
+/* Under mu: with watch_held, set an exists watch on our held node. Not
+ * set (disconnected, out of memory): a deletion is noticed as without the
+ * option, and verify_cb tries again after a reconnection. */
 static void arm_held_watch(zkr__queue *q) {
   if (!q->watch_held || q->phase != Q_HELD || q->watch_id || !q->node_path)
     return;
   uint64_t gen;
   zhandle_t *zh;
   if (zkr__session_get_zh(q->s, &zh, &gen) != ZKR_OK)
-    return; /* disconnected: verify_cb arms it after reconnecting */
-  /* Not set (out of memory, or not sent): a deletion is noticed as without
-   * the option; after a lost connection verify_cb tries again. */
-  int zrc;
-  set_watch(q, zh, zkr__strdup(q->node_path), held_watch_cb, held_exists_cb,
-            &zrc);
+    return;
+  struct qctx *ec = ctx_new(q);
+  int zrc = ZOK;
+  if (!ec ||
+      set_watch(q, zh, ZKR__WATCH_DATA, zkr__strdup(q->node_path),
+                held_watch_cb, send_held_exists, ec, &zrc) != ZKR_OK ||
+      zrc != ZOK) {
+    if (!ec)
+      zkr__session_put_zh(q->s);
+    ctx_forget(q, ec);
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -957,10 +1198,7 @@ static void verify_cb(int rc, const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
   (void)stat;
-  zkr__tls_in_callback++;
-  pthread_mutex_lock(&q->mu);
-  if (c->attempt == q->attempt && q->phase == Q_HELD &&
-      q->lstate == ZKR__Q_SUSPECT) {
+  if (callback_enter(c, Q_HELD) && q->lstate == ZKR__Q_SUSPECT) {
     if (rc == ZOK) {
       set_lstate(q, ZKR__Q_HELD);
       arm_held_watch(q); /* if its request was lost with the connection */
@@ -969,7 +1207,21 @@ static void verify_cb(int rc, const struct Stat *stat, const void *data) {
     }
     /* other errors: stays SUSPECT until the next event */
   }
-  callback_exit(q, c);
+  callback_exit(c);
+}
+
+/* Under mu: reconnected to the same session while holding: the node
+ * should still be there; make sure. */
+static void verify_held(zkr__queue *q) {
+  zhandle_t *zh;
+  uint64_t gen;
+  if (zkr__session_get_zh(q->s, &zh, &gen) != ZKR_OK)
+    return; /* the next state change decides */
+  struct qctx *c = ctx_new(q);
+  int rc = c ? zoo_aexists(zh, q->node_path, 0, verify_cb, c) : ZSYSTEMERROR;
+  zkr__session_put_zh(q->s);
+  if (rc != ZOK)
+    ctx_forget(q, c);
 }
 
 static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
@@ -984,23 +1236,10 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
       set_lstate(q, ZKR__Q_SUSPECT);
     break;
   case ZKR_EV_RECONNECTED:
-    if (q->phase == Q_HELD && q->lstate == ZKR__Q_SUSPECT) {
-      /* Same session: the node should still be there; make sure. */
-      uint64_t gen;
-      zhandle_t *zh;
-      if (zkr__session_get_zh(q->s, &zh, &gen) == ZKR_OK) {
-        struct qctx *c = ctx_new(q);
-        int rc =
-            c ? zoo_aexists(zh, q->node_path, 0, verify_cb, c) : ZSYSTEMERROR;
-        zkr__session_put_zh(q->s);
-        if (rc != ZOK && c) {
-          q->refs--;
-          free(c);
-        }
-      }
-    } else if (acquiring(q) && q->waiting_conn) {
+    if (q->phase == Q_HELD && q->lstate == ZKR__Q_SUSPECT)
+      verify_held(q);
+    else if (acquiring(q) && q->waiting_conn)
       resume(q);
-    }
     break;
   case ZKR_EV_LOST:
   case ZKR_EV_CLOSED:
@@ -1009,20 +1248,13 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
     } else if (acquiring(q)) {
       if (ev == ZKR_EV_CLOSED) {
         finish(q, ZKR_ECLOSED);
+      } else if (zkr_session_state_get(q->s) == ZKR_STATE_LOST &&
+                 !zkr__session_renews(q->s)) {
+        finish(q, ZKR_ESESSIONLOST);
       } else {
         /* Our node (if any) went with the session: start over on the
          * next one, if the deadline allows. */
-        drop_watch(q, 0);
-        clear_node(q);
-        clear_preds(q);
-        q->create_unknown = 0;
-        q->phase = Q_CREATING;
-        q->attempt++;
-        make_prefix(q->prefix, sizeof q->prefix);
-        pause_for_connection(q);
-        if (zkr_session_state_get(q->s) == ZKR_STATE_LOST &&
-            !zkr__session_renews(q->s))
-          finish(q, ZKR_ESESSIONLOST);
+        restart(q);
       }
     }
     break;
@@ -1034,7 +1266,7 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
     }
     break;
   }
-  pthread_mutex_unlock(&q->mu);
+  q_unlock(q);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1050,7 +1282,7 @@ static void deadline_fired(void *arg) {
   }
   if (c->acq == q->acq && acquiring(q))
     finish(q, ZKR_ETIMEDOUT);
-  pthread_mutex_unlock(&q->mu);
+  q_unlock(q);
   ctx_done(c);
 }
 
@@ -1059,14 +1291,19 @@ static void deadline_fired(void *arg) {
 
 int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
                    const zkr__qpolicy *pol, const char *data, int datalen) {
+  if (!pol || !pol->name ||
+      (pol->wait == ZKR__QWAIT_NEAREST && pol->holds != NULL))
+    return ZKR_EINVAL; /* a nearest-blocker wait needs the default rule */
   zkr__queue *q = calloc(1, sizeof *q);
   if (!q)
     return ZKR_ENOMEM;
   q->parent = zkr__strdup(parent);
   q->data = malloc(datalen > 0 ? (size_t)datalen : 1);
-  if (!q->parent || !q->data) {
+  q->sev = zkr__event_new();
+  if (!q->parent || !q->data || !q->sev) {
     free(q->parent);
     free(q->data);
+    zkr__event_free(q->sev);
     free(q);
     return ZKR_ENOMEM;
   }
@@ -1096,7 +1333,8 @@ void zkr__queue_free(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   q->freed = 1;
   q->state_fn = NULL;
-  q->done_fn = NULL;
+  if (q->dpost)
+    q->dpost->fn = NULL; /* no result callback any more */
   if (acquiring(q))
     finish(q, ZKR_ECANCELED);
   if (q->phase == Q_HELD) {
@@ -1110,7 +1348,7 @@ void zkr__queue_free(zkr__queue *q) {
   /* Wait for a user callback in progress, unless we are inside it. */
   while (q->cb_running && !zkr__tls_in_callback)
     pthread_cond_wait(&q->cv, &q->mu);
-  pthread_mutex_unlock(&q->mu);
+  q_unlock(q);
   q_unref(q);
 }
 
@@ -1130,20 +1368,15 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
     pthread_mutex_unlock(&q->mu);
     return ZKR_ESESSIONLOST;
   }
-  q->acq++;
-  q->attempt++;
-  q->phase = Q_CREATING;
-  q->try_once = timeout_ms == 0;
-  q->finished = 0;
-  q->result = 0;
-  q->parent_tries = 0;
-  q->create_unknown = 0;
-  q->create_gen_valid = 0;
-  q->waiting_conn = 0;
-  q->done_fn = fn;
-  q->done_ud = ud;
-  q->lstate = ZKR__Q_ACQUIRING;
-  make_prefix(q->prefix, sizeof q->prefix);
+  /* What the result needs to reach the user, before anything is sent. */
+  if (fn && !q->dpost && !(q->dpost = post_new(q))) {
+    pthread_mutex_unlock(&q->mu);
+    return ZKR_ENOMEM;
+  }
+  if (q->dpost) {
+    q->dpost->fn = fn;
+    q->dpost->ud = ud;
+  }
   /* "Try once" does not wait for other contenders, but may have to wait
    * for the connection: bound that by the session timeout. */
   int64_t bound = timeout_ms;
@@ -1152,6 +1385,8 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
     if (bound <= 0)
       bound = 10000;
   }
+  q->acq++;
+  q->attempt++;
   q->deadline = zkr__deadline(bound);
   if (bound > 0) {
     struct qctx *c = ctx_new(q);
@@ -1159,21 +1394,29 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
     if (!c || zkr__timer_add(q->s, q->deadline, deadline_fired, c,
                              &q->timer_id) != ZKR_OK) {
       q->timer_ctx = NULL;
-      if (c) {
-        q->refs--;
-        free(c);
-      }
-      q->phase = Q_IDLE;
-      q->lstate = ZKR__Q_UNLOCKED;
-      q->done_fn = NULL;
+      ctx_forget(q, c);
+      if (q->dpost)
+        q->dpost->fn = NULL;
       pthread_mutex_unlock(&q->mu);
       return ZKR_ENOMEM;
     }
   }
+  q->phase = Q_CREATING;
+  q->try_once = timeout_ms == 0;
+  q->finished = 0;
+  q->result = 0;
+  q->parent_tries = 0;
+  q->parent_err = ZOK;
+  q->create_unknown = 0;
+  q->create_gen_valid = 0;
+  q->waiting_conn = 0;
+  q->relist_after = 0;
+  q->lstate = ZKR__Q_ACQUIRING;
+  make_prefix(q->prefix, sizeof q->prefix);
   step_create(q);
   /* If the create could not even be sent because the session is between
    * ZooKeeper sessions, the state hook resumes it. */
-  pthread_mutex_unlock(&q->mu);
+  q_unlock(q);
   return ZKR_OK;
 }
 
@@ -1193,16 +1436,14 @@ int zkr__queue_cancel(zkr__queue *q) {
     finish(q, ZKR_ECANCELED);
   else
     rc = ZKR_EINVAL;
-  pthread_mutex_unlock(&q->mu);
+  q_unlock(q);
   return rc;
 }
 
 int zkr__queue_release(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   int rc = ZKR_OK;
-  if (q->phase == Q_HELD && q->count > 1) {
-    q->count--;
-  } else if (q->phase != Q_HELD) {
+  if (q->phase != Q_HELD) {
     rc = q->lstate == ZKR__Q_LOST ? ZKR_ELOCKLOST : ZKR_ENOTHELD;
     if (q->lstate == ZKR__Q_LOST)
       q->lstate = ZKR__Q_UNLOCKED; /* reported once */
@@ -1214,11 +1455,10 @@ int zkr__queue_release(zkr__queue *q) {
       zkr__session_bg_delete(q->s, q->node_path, q->gen);
     clear_node(q);
     q->phase = Q_IDLE;
-    q->count = 0;
     q->attempt++;
     q->lstate = ZKR__Q_UNLOCKED;
   }
-  pthread_mutex_unlock(&q->mu);
+  q_unlock(q);
   return rc;
 }
 
@@ -1258,42 +1498,23 @@ void zkr__queue_mark_lost(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   if (q->phase == Q_HELD)
     lose(q);
-  pthread_mutex_unlock(&q->mu);
-}
-
-int zkr__queue_reenter(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
-  int rc = ZKR_ENOTHELD;
-  if (q->phase == Q_HELD && q->lstate != ZKR__Q_LOST) {
-    q->count++;
-    rc = ZKR_OK;
-  }
-  pthread_mutex_unlock(&q->mu);
-  return rc;
-}
-
-int zkr__queue_hold_count(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
-  int n = q->phase == Q_HELD ? q->count : 0;
-  pthread_mutex_unlock(&q->mu);
-  return n;
+  q_unlock(q);
 }
 
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                            int rc) {
-  struct post *p = calloc(1, sizeof *p);
+  struct post *p = post_new(q);
   if (!p)
     return ZKR_ENOMEM;
-  p->q = q;
   p->fn = fn;
   p->ud = ud;
   p->rc = rc;
   pthread_mutex_lock(&q->mu);
   q_ref_locked(q);
   pthread_mutex_unlock(&q->mu);
-  int prc = zkr__session_post(q->s, post_done, p);
+  int prc = zkr__session_post_event(q->s, p->ev, post_done, p);
   if (prc != ZKR_OK) {
-    free(p);
+    post_free(p);
     q_unref(q);
   }
   return prc;
@@ -1307,4 +1528,21 @@ void zkr__queue_set_watch_held(zkr__queue *q, int on) {
 
 zkr_session *zkr__queue_session(zkr__queue *q) {
   return q->s;
+}
+
+void zkr__queue_reevaluate(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  if (q->phase == Q_WATCHING && q->pol->wait == ZKR__QWAIT_CHILDREN &&
+      !q->waiting_conn)
+    relist(q);
+  else if (q->phase == Q_LISTING)
+    q->relist_after = 1;
+  q_unlock(q);
+}
+
+int zkr__queue_ahead(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  int n = q->phase == Q_WATCHING || q->phase == Q_LISTING ? q->npreds : -1;
+  pthread_mutex_unlock(&q->mu);
+  return n;
 }

@@ -1,4 +1,13 @@
-/* The queue engine's internal interface (see queue.c). */
+/*
+ * The queue engine's internal interface (see queue.c).
+ *
+ * Owns: one contender's node in a queue of EPHEMERAL|SEQUENTIAL nodes, from
+ * its create to its delete, and the decision when it holds. A recipe plugs
+ * in a zkr__qpolicy; everything else (naming the node, adoption after a
+ * lost create reply, ordering, watching, deadlines, cancellation, loss) is
+ * the engine's. Must not touch: public types (recipes map them), the
+ * session's internals (only its zkr__session_* interface).
+ */
 #ifndef ZKR_QUEUE_H
 #define ZKR_QUEUE_H
 
@@ -6,56 +15,84 @@
 
 typedef struct zkr__queue zkr__queue;
 
-/* A recipe's policy: how its nodes are named and whom a contender waits
- * for. */
+/* How a waiter waits. */
+typedef enum zkr__qwait {
+  /* an exists-watch on the nearest blocker before it (one session woken
+   * per departure); needs the default hold rule (no blocker) */
+  ZKR__QWAIT_NEAREST = 0,
+  /* a children watch on the queue's parent: every change of the queue
+   * re-lists (for a contender that alone waits on a shared count, like
+   * the semaphore's lease waiter inside its admission mutex) */
+  ZKR__QWAIT_CHILDREN = 1
+} zkr__qwait;
+
+/* What losing a held node (session gone, node deleted) does. */
+typedef enum zkr__qloss {
+  ZKR__QLOSS_IDLE = 0,   /* the object is idle until acquired again */
+  ZKR__QLOSS_REQUEUE = 1 /* queue again at the back, without deadline (an
+                            election's participant rejoins) */
+} zkr__qloss;
+
+/* A recipe's policy. The engine reads it, never writes it; it must
+ * outlive every queue object that uses it. */
 typedef struct zkr__qpolicy {
   /* the part of the node name after "_c_<uuid>-", before the sequence:
-   * "lock-" (mutex), "__READ__", "__WRIT__", "latch-" */
+   * "lock-" (mutex), "__READ__", "__WRIT__", "latch-", "lease-" */
   const char *name;
-  /* does the contender @name, earlier than us, block us? */
+  /* does the contender @name, earlier than us, block us? NULL: every
+   * earlier contender does */
   int (*blocks)(const char *name, void *ctx);
+  /* the hold rule: do we hold with @blockers blockers before us? NULL:
+   * when there is none. With ZKR__QWAIT_NEAREST it must be NULL. */
+  int (*holds)(int blockers, void *ctx);
+  zkr__qwait wait;
+  zkr__qloss on_loss;
   void *ctx;
 } zkr__qpolicy;
 
+/* The engine's view of a contender's state. Recipes map it to the public
+ * zkr_lock_state with zkr__lock_state_of() (recipe.h). */
 typedef enum zkr__qstate {
   ZKR__Q_UNLOCKED = 0,
-  ZKR__Q_ACQUIRING = 1,
-  ZKR__Q_HELD = 2,
-  ZKR__Q_SUSPECT = 3,
-  ZKR__Q_LOST = 4
+  ZKR__Q_ACQUIRING,
+  ZKR__Q_HELD,
+  ZKR__Q_SUSPECT,
+  ZKR__Q_LOST
 } zkr__qstate;
 
-/* Runs on the session's event thread. */
+/* Run on the session's event thread (or, once the session is closed, on
+ * the thread that ended the acquisition). */
 typedef void (*zkr__queue_done_fn)(zkr__queue *q, int rc, void *ud);
 typedef void (*zkr__queue_state_fn)(zkr__queue *q, zkr__qstate st, void *ud);
 
+/* Returns ZKR_OK, ZKR_EINVAL (a policy the engine cannot run),
+ * ZKR_ENOMEM. */
 int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
                    const zkr__qpolicy *pol, const char *data, int datalen);
-/* Cancels a pending acquisition, releases a held node. */
+/* Cancels a pending acquisition, releases a held node. No callback runs
+ * after it returns (it waits for one running, unless called from it). */
 void zkr__queue_free(zkr__queue *q);
 /* Start an acquisition: 0 = try once (no node left behind if not
  * acquired: ZKR_EWOULDBLOCK), negative = no deadline. @fn (may be NULL)
- * runs on the event thread with the result. */
+ * runs exactly once with the result, unless the queue is freed first. */
 int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
                      void *ud);
 /* Wait for the result of the acquisition started last. */
 int zkr__queue_wait(zkr__queue *q);
 int zkr__queue_cancel(zkr__queue *q);
-/* Delete our node (in the background if the connection is down). */
+/* Delete our node (in the background if the connection is down).
+ * ZKR_ENOTHELD, or ZKR_ELOCKLOST once after a loss. */
 int zkr__queue_release(zkr__queue *q);
 zkr__qstate zkr__queue_state(zkr__queue *q);
 /* Is it held (HELD or SUSPECT)? Also the fencing token, our node's path
  * and the ZooKeeper session generation of the node. */
 int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
                     uint64_t *gen);
+/* The state callback: every change of a held node's state (HELD,
+ * SUSPECT, LOST), in order. */
 void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud);
 /* Our node was found deleted (by a guarded write): LOST. */
 void zkr__queue_mark_lost(zkr__queue *q);
-/* Reentry: grow the hold count if held (ZKR_OK), else ZKR_ENOTHELD. */
-int zkr__queue_reenter(zkr__queue *q);
-/* The hold count (0 if not held). Release drops it by one and deletes the
- * node when it reaches zero. */
-int zkr__queue_hold_count(zkr__queue *q);
 /* Post fn(q, rc, ud) to the event thread (not called once the queue is
  * freed). */
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
@@ -64,5 +101,11 @@ zkr_session *zkr__queue_session(zkr__queue *q);
 /* While held, watch our own node: its deletion by another client makes
  * the lock LOST at once (one more request per acquisition). */
 void zkr__queue_set_watch_held(zkr__queue *q, int on);
+/* A waiter with ZKR__QWAIT_CHILDREN whose hold rule changed (a limit read
+ * from a shared count): look at the queue again. */
+void zkr__queue_reevaluate(zkr__queue *q);
+/* The number of blockers before a waiter as of its last look at the
+ * queue; -1 when it is not waiting. */
+int zkr__queue_ahead(zkr__queue *q);
 
 #endif

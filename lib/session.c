@@ -54,6 +54,7 @@ struct hook {
 
 struct watch {
   uint64_t id;
+  zkr__watch_kind kind;
   char *path;
   zkr__watch_fn fn;
   void *ctx;
@@ -67,6 +68,7 @@ struct event {
   int64_t sid;
   void (*fn)(void *);
   void *arg;
+  int owned; /* the poster's node (zkr__event_new): never freed here */
   struct event *next;
 };
 
@@ -395,6 +397,32 @@ int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg) {
   return ZKR_OK;
 }
 
+zkr__event *zkr__event_new(void) {
+  struct event *e = calloc(1, sizeof *e);
+  if (e)
+    e->owned = 1;
+  return e;
+}
+
+void zkr__event_free(zkr__event *e) {
+  free(e);
+}
+
+int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
+                            void *arg) {
+  e->is_closure = 1;
+  e->fn = fn;
+  e->arg = arg;
+  pthread_mutex_lock(&s->mu);
+  if (s->ev_stop) {
+    pthread_mutex_unlock(&s->mu);
+    return ZKR_ECLOSED;
+  }
+  push_event(s, e);
+  pthread_mutex_unlock(&s->mu);
+  return ZKR_OK;
+}
+
 static void *event_main(void *arg) {
   zkr_session *s = arg;
   zkr__tls_in_callback = 1;
@@ -409,9 +437,13 @@ static void *event_main(void *arg) {
     if (!s->evq)
       s->evq_tail = NULL;
     if (e->is_closure) {
+      /* an owned node may be reused or freed by its closure */
+      int owned = e->owned;
       pthread_mutex_unlock(&s->mu);
       e->fn(e->arg);
       pthread_mutex_lock(&s->mu);
+      if (owned)
+        continue;
     } else {
       uint64_t last = 0;
       for (;;) {
@@ -501,8 +533,8 @@ void zkr__session_hook_remove(zkr_session *s, uint64_t id) {
 /* ------------------------------------------------------------------ */
 /* watch registry */
 
-int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_fn fn,
-                   void *ctx, uint64_t *id) {
+int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
+                   zkr__watch_fn fn, void *ctx, uint64_t *id) {
   struct watch *w = calloc(1, sizeof *w);
   if (!w)
     return ZKR_ENOMEM;
@@ -513,6 +545,7 @@ int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_fn fn,
   }
   w->fn = fn;
   w->ctx = ctx;
+  w->kind = kind;
   pthread_mutex_lock(&s->mu);
   w->id = ++s->next_id;
   w->next = s->watches;
@@ -542,6 +575,17 @@ void zkr__watch_remove(zkr_session *s, uint64_t id) {
   pthread_mutex_unlock(&s->mu);
 }
 
+/* Which registrations a node event fires: the server sends a child
+ * change to getChildren watches, creation and data changes to
+ * exists/getData watches, and a deletion to both. */
+static int watch_kind_fires(zkr__watch_kind kind, int type) {
+  if (type == ZOO_CHILD_EVENT)
+    return kind == ZKR__WATCH_CHILD;
+  if (type == ZOO_DELETED_EVENT)
+    return 1;
+  return kind == ZKR__WATCH_DATA;
+}
+
 static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
                            const char *path) {
   pthread_mutex_lock(&s->mu);
@@ -555,7 +599,8 @@ static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
     if (hc->gen != s->gen || s->closing)
       break; /* a watch of a session that is gone: nobody cares */
     struct watch **pp = &s->watches;
-    while (*pp && (strcmp((*pp)->path, path) != 0 || (*pp)->id > last))
+    while (*pp && (strcmp((*pp)->path, path) != 0 || (*pp)->id > last ||
+                   !watch_kind_fires((*pp)->kind, type)))
       pp = &(*pp)->next;
     struct watch *w = *pp;
     if (!w)
@@ -1380,11 +1425,12 @@ static void unwatch_done(int rc, const void *data) {
   (void)data;
 }
 
-void zkr__session_unwatch(zkr_session *s, const char *path) {
+void zkr__session_unwatch(zkr_session *s, const char *path,
+                          zkr__watch_kind kind) {
   pthread_mutex_lock(&s->mu);
   int others = 0;
   for (struct watch *w = s->watches; w; w = w->next)
-    if (strcmp(w->path, path) == 0)
+    if (w->kind == kind && strcmp(w->path, path) == 0)
       others = 1;
   if (!others && s->zh && s->hctx && !s->closing &&
       s->state == ZKR_STATE_CONNECTED) {
@@ -1398,8 +1444,10 @@ void zkr__session_unwatch(zkr_session *s, const char *path) {
       void_completion_t fn;
       void_completion_t *as_declared;
     } cb = {.fn = unwatch_done};
-    int rc = zoo_aremove_all_watches(s->zh, path, ZWATCHTYPE_DATA, 0,
-                                     cb.as_declared, NULL);
+    int rc = zoo_aremove_all_watches(s->zh, path,
+                                     kind == ZKR__WATCH_CHILD ? ZWATCHTYPE_CHILD
+                                                              : ZWATCHTYPE_DATA,
+                                     0, cb.as_declared, NULL);
     if (rc != ZOK && rc != ZNOWATCHER)
       zkr__log(ZKR_LOG_WARN, "removing the watch on %s: %s", path, zerror(rc));
   }

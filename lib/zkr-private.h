@@ -48,12 +48,6 @@ int zkr__seq_parse(const char *name, int32_t *seq);
  * negative if @a was issued before @b. */
 int zkr__seq_cmp(int32_t a, int32_t b);
 
-/* ---- recipes (mutex.c) ---- */
-/* A lock path: a valid path, not "/", not under "/zookeeper". */
-int zkr__lock_path_check(const char *path);
-/* The contender data "host=H pid=P[ id=I]" into @buf; returns its length. */
-int zkr__contender_data(const char *id, char *buf, size_t len);
-
 /* ---- errors (error.c) ---- */
 /* Map a ZooKeeper client code to a zkr code. */
 int zkr__from_zk(int zrc);
@@ -93,6 +87,15 @@ int zkr__session_closing_locked(zkr_session *s);
  * event queue: if the session is closed before it runs it still runs
  * (so resources are freed), with the session in state CLOSED. */
 int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg);
+/* The same with a node allocated beforehand by the poster, so that a post
+ * needs no memory: a node is posted again only after its closure ran,
+ * and the poster frees it (zkr__event_free) once it is not queued. Fails
+ * only once the event thread has stopped (ZKR_ECLOSED). */
+typedef struct event zkr__event;
+zkr__event *zkr__event_new(void);
+void zkr__event_free(zkr__event *e);
+int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
+                            void *arg);
 
 /* Internal state hooks: called synchronously on the thread where the
  * state changed (ZooKeeper completion thread or the session's manager
@@ -107,8 +110,15 @@ void zkr__session_hook_remove(zkr_session *s, uint64_t id);
  * event to the registrants for that path, once (watches are one-shot). */
 typedef void (*zkr__watch_fn)(zkr_session *s, int type, const char *path,
                               void *ctx);
-int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_fn fn,
-                   void *ctx, uint64_t *id);
+/* A data watch (exists, getData: creation, data change, deletion) or a
+ * child watch (getChildren: a child created or deleted, the node's
+ * deletion). */
+typedef enum zkr__watch_kind {
+  ZKR__WATCH_DATA = 1,
+  ZKR__WATCH_CHILD = 2
+} zkr__watch_kind;
+int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
+                   zkr__watch_fn fn, void *ctx, uint64_t *id);
 /* After it returns the registrant is not running (unless this is its own
  * thread) and will never run. Unknown ids are ignored. */
 void zkr__watch_remove(zkr_session *s, uint64_t id);
@@ -142,9 +152,10 @@ int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
                             const char *prefix, uint64_t gen);
 /* Number of background deletions not finished (for tests). */
 int zkr__session_bg_pending(zkr_session *s);
-/* Remove the server-side data watch on @path, unless another registrant
- * of this session still wants it. */
-void zkr__session_unwatch(zkr_session *s, const char *path);
+/* Remove the server-side watch of @kind on @path, unless another
+ * registrant of this session still wants it. */
+void zkr__session_unwatch(zkr_session *s, const char *path,
+                          zkr__watch_kind kind);
 
 /* ---- synchronous operations with deadline and retry (zkops.c) ---- */
 typedef struct zkr__result {

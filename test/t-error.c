@@ -45,6 +45,8 @@ int main(void) {
   is(zkr__from_zk(ZNODEEXISTS), ZKR_EEXISTS, "node exists");
   is(zkr__from_zk(ZNOAUTH), ZKR_ENOAUTH, "no auth");
   is(zkr__from_zk(ZBADVERSION), ZKR_EBADVERSION, "bad version");
+  is(zkr__from_zk(ZNOCHILDRENFOREPHEMERALS), ZKR_EEPHEMERAL,
+     "no children for ephemerals");
   is(zkr__from_zk(ZUNIMPLEMENTED), ZKR_EZK, "anything else is ZKR_EZK");
   ok(zkr__retryable(ZCONNECTIONLOSS) && zkr__retryable(ZOPERATIONTIMEOUT) &&
          !zkr__retryable(ZNONODE) && !zkr__retryable(ZSESSIONEXPIRED),

@@ -133,10 +133,10 @@ static void test_basic(zkr_session *s) {
   is(zkr_mutex_new(&a, s, path, o), ZKR_OK, "mutex a");
   zkr_mutex_opts_free(o);
   is(zkr_mutex_new(&b, s, path, NULL), ZKR_OK, "mutex b, same session");
-  is(zkr_mutex_state(a), ZKR_LOCK_UNLOCKED, "UNLOCKED at first");
+  is(zkr_mutex_state_get(a), ZKR_LOCK_UNLOCKED, "UNLOCKED at first");
   is(zkr_mutex_acquire(a, -1), ZKR_OK, "a acquires (parents created)");
   ok(zkr_mutex_is_held(a), "a is held");
-  is(zkr_mutex_state(a), ZKR_LOCK_HELD, "state HELD");
+  is(zkr_mutex_state_get(a), ZKR_LOCK_HELD, "state HELD");
   is(zkr_mutex_hold_count(a), 1, "hold count 1");
   int64_t t1 = zkr_mutex_fencing_token(a);
   ok(t1 > 0, "fencing token %lld", (long long)t1);
@@ -175,7 +175,7 @@ static void test_basic(zkr_session *s) {
   zkr_participants_free(p, n);
 
   is(zkr_mutex_release(a), ZKR_OK, "a releases");
-  ok(!zkr_mutex_is_held(a) && zkr_mutex_state(a) == ZKR_LOCK_UNLOCKED,
+  ok(!zkr_mutex_is_held(a) && zkr_mutex_state_get(a) == ZKR_LOCK_UNLOCKED,
      "a not held");
   is(zkr_mutex_release(a), ZKR_ENOTHELD, "a second release: ZKR_ENOTHELD");
   is(zkr_mutex_acquire(b, 0), ZKR_OK, "b acquires with try-lock");
@@ -220,7 +220,7 @@ static void test_cancel_timeout_watches(zkr_session *s) {
   is(zkr_mutex_release(h), ZKR_OK, "holder releases");
   usleep(200000);
   ok(!zkr_mutex_is_held(w), "the cancelled waiter was never granted it");
-  is(zkr_mutex_state(w), ZKR_LOCK_UNLOCKED, "it stays UNLOCKED");
+  is(zkr_mutex_state_get(w), ZKR_LOCK_UNLOCKED, "it stays UNLOCKED");
   zkr_mutex_free(h);
   zkr_mutex_free(w);
   zkr_session_close(s2);
@@ -235,7 +235,8 @@ struct asy {
   pthread_t thread;
 };
 
-static void on_acquired(zkr_mutex *m, int rc, void *ud) {
+static void on_acquired(void *lock, int rc, void *ud) {
+  zkr_mutex *m = lock;
   struct asy *a = ud;
   int d = zkr_mutex_acquire(m, 10); /* blocking from a callback */
   pthread_mutex_lock(&a->mu);
@@ -360,9 +361,9 @@ struct statelog {
   zkr_lock_state last;
   int lost;
 };
-static void on_state(zkr_mutex *m, zkr_lock_state st, void *ud) {
+static void on_state(void *lock, zkr_lock_state st, void *ud) {
   struct statelog *l = ud;
-  (void)m;
+  (void)lock;
   pthread_mutex_lock(&l->mu);
   l->last = st;
   if (st == ZKR_LOCK_LOST)
@@ -418,7 +419,7 @@ static void test_guarded_and_expiry(void) {
   is(zkt_expire(hosts, s1), 0, "holder 1's session expired");
   ok(zkt_wait_for(lost_seen, &log, 15000), "LOST callback");
   ok(!zkr_mutex_is_held(m1), "is_held() false");
-  is(zkr_mutex_state(m1), ZKR_LOCK_LOST, "state LOST");
+  is(zkr_mutex_state_get(m1), ZKR_LOCK_LOST, "state LOST");
   ok(zkt_wait_for(held_by, m2, 15000), "the next waiter acquires");
   is(zkr_mutex_guarded_set(m1, res, "2", 1, -1, 5000), ZKR_ENOTHELD,
      "old holder's guarded write refused");
@@ -437,7 +438,7 @@ static void test_guarded_and_expiry(void) {
      "admin deletes holder 2's node");
   is(zkr_mutex_guarded_set(m2, res, "3", 1, -1, 5000), ZKR_ELOCKLOST,
      "guarded write: ZKR_ELOCKLOST");
-  is(zkr_mutex_state(m2), ZKR_LOCK_LOST, "state LOST");
+  is(zkr_mutex_state_get(m2), ZKR_LOCK_LOST, "state LOST");
   zkr_mutex_free(m1);
   zkr_mutex_free(m2);
   zkr_session_close(s1);

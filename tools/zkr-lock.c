@@ -131,16 +131,16 @@ static void wake(void) {
   (void)w; /* a full pipe already wakes the loop */
 }
 
-static void on_acquired(zkr_mutex *m, int rc, void *ud) {
-  (void)m;
+static void on_acquired(void *lock, int rc, void *ud) {
+  (void)lock;
   (void)ud;
   acquire_rc = rc;
   acquire_done = 1;
   wake();
 }
 
-static void on_state(zkr_mutex *m, zkr_lock_state st, void *ud) {
-  (void)m;
+static void on_state(void *lock, zkr_lock_state st, void *ud) {
+  (void)lock;
   (void)st;
   (void)ud;
   state_changed = 1;
@@ -522,7 +522,7 @@ int main(int argc, char **argv) {
       break;
     if (state_changed) {
       state_changed = 0;
-      zkr_lock_state st = zkr_mutex_state(m);
+      zkr_lock_state st = zkr_mutex_state_get(m);
       if (st == ZKR_LOCK_LOST && !lost) {
         lost = 1;
         msg("lock %s lost while %s ran (session expired or node deleted): "
@@ -583,13 +583,13 @@ int main(int argc, char **argv) {
    * server now rather than the lock staying blocked until our session
    * expires. At most one session timeout. */
   int64_t verdict_by = now_ms() + zkr_session_timeout(s);
-  while (!lost && zkr_mutex_state(m) == ZKR_LOCK_SUSPECT &&
+  while (!lost && zkr_mutex_state_get(m) == ZKR_LOCK_SUSPECT &&
          now_ms() < verdict_by) {
     struct pollfd pf = {wake_pipe[0], POLLIN, 0};
     if (poll(&pf, 1, 100) > 0)
       drain(wake_pipe[0]);
   }
-  if (!lost && zkr_mutex_state(m) == ZKR_LOCK_LOST) {
+  if (!lost && zkr_mutex_state_get(m) == ZKR_LOCK_LOST) {
     lost = 1;
     msg("lock %s was lost while %s ran (session expired or node deleted)", path,
         cmd[0]);

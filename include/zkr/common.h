@@ -51,7 +51,8 @@ extern "C" {
   XX(ESYS, -519, "system error")                                               \
   XX(EZK, -520, "unexpected ZooKeeper error")                                  \
   XX(EWOULDBLOCK, -521, "held by another contender")                           \
-  XX(EBADVERSION, -522, "node version does not match")
+  XX(EBADVERSION, -522, "node version does not match")                         \
+  XX(EEPHEMERAL, -523, "parent is an ephemeral node (it cannot have children)")
 
 /** Error codes; see zkr_strerror(). */
 typedef enum zkr_error {

@@ -11,7 +11,7 @@
  * session expires loses the lock with its session.
  *
  * THREAD SAFETY: a zkr_mutex is used by one thread at a time, except
- * zkr_mutex_cancel(), zkr_mutex_state(), zkr_mutex_is_held(),
+ * zkr_mutex_cancel(), zkr_mutex_state_get(), zkr_mutex_is_held(),
  * zkr_mutex_hold_count(), zkr_mutex_fencing_token() and zkr_mutex_node(),
  * which any thread may call at any time (but not after, or concurrently
  * with, zkr_mutex_free()). Many mutex objects, on one or many paths,
@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zkr/common.h>
+#include <zkr/lock.h>
 #include <zkr/session.h>
 
 #ifdef __cplusplus
@@ -34,31 +35,6 @@ extern "C" {
 typedef struct zkr_mutex zkr_mutex;
 /** Opaque mutex options; copied by zkr_mutex_new(). */
 typedef struct zkr_mutex_opts zkr_mutex_opts;
-
-/** The state of a mutex object. */
-typedef enum zkr_lock_state {
-  ZKR_LOCK_UNLOCKED = 0,  /**< not held, not acquiring */
-  ZKR_LOCK_ACQUIRING = 1, /**< an acquisition is in progress */
-  ZKR_LOCK_HELD = 2,      /**< held, and the session is connected */
-  ZKR_LOCK_SUSPECT = 3,   /**< held, but the connection dropped: the lock
-                               may be lost; stop touching the resource */
-  ZKR_LOCK_LOST = 4       /**< was held and is lost (session gone, or the
-                               node deleted): another may hold it now */
-} zkr_lock_state;
-
-/**
- * Called when a held lock changes state (HELD, SUSPECT, LOST), on the
- * session's event thread. @m is the mutex, @state the new state.
- */
-typedef void (*zkr_lock_state_fn)(zkr_mutex *m, zkr_lock_state state,
-                                  void *user_data);
-
-/**
- * Called once with the result of zkr_mutex_acquire_async(), on the
- * session's event thread: @rc is ZKR_OK (held) or an error code as listed
- * for zkr_mutex_acquire().
- */
-typedef void (*zkr_acquire_fn)(zkr_mutex *m, int rc, void *user_data);
 
 /**
  * zkr_mutex_opts_new - allocate mutex options: not reentrant, no id, no
@@ -103,7 +79,7 @@ ZKR_EXTERN int zkr_mutex_opts_set_id(zkr_mutex_opts *opts, const char *id);
 
 /**
  * zkr_mutex_opts_set_state_fn - a callback for the state changes of a held
- * lock (HELD, SUSPECT, LOST).
+ * lock (HELD, SUSPECT, LOST); its first argument is the zkr_mutex *.
  * Returns ZKR_OK, ZKR_EINVAL (@opts NULL).
  */
 ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
@@ -158,7 +134,9 @@ ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms);
 
 /**
  * zkr_mutex_acquire_async - start an acquisition; @fn gets the result on
- * the session's event thread (no thread per waiter). Same @timeout_ms as
+ * the session's event thread (no thread per waiter), exactly once, with
+ * the zkr_mutex * as its first argument; if the session is closed first,
+ * with ZKR_ECLOSED. Same @timeout_ms as
  * zkr_mutex_acquire(). If this function fails, @fn is never called.
  * Returns ZKR_OK (started; for a reentrant mutex already held by this
  * thread the hold count grows and @fn is called with ZKR_OK), ZKR_EBUSY,
@@ -186,8 +164,8 @@ ZKR_EXTERN int zkr_mutex_cancel(zkr_mutex *m);
  */
 ZKR_EXTERN int zkr_mutex_release(zkr_mutex *m);
 
-/** zkr_mutex_state - the current state (ZKR_LOCK_UNLOCKED for NULL). */
-ZKR_EXTERN zkr_lock_state zkr_mutex_state(const zkr_mutex *m);
+/** zkr_mutex_state_get - the current state (ZKR_LOCK_UNLOCKED for NULL). */
+ZKR_EXTERN zkr_lock_state zkr_mutex_state_get(const zkr_mutex *m);
 
 /**
  * zkr_mutex_is_held - 1 if the lock is held and the session connected
@@ -214,6 +192,16 @@ ZKR_EXTERN int64_t zkr_mutex_fencing_token(const zkr_mutex *m);
  * Returns ZKR_OK; ZKR_ENOTHELD (not held; @buf gets ""); ZKR_EINVAL.
  */
 ZKR_EXTERN int zkr_mutex_node(const zkr_mutex *m, char *buf, size_t len);
+
+/**
+ * zkr_mutex_waiters_ahead - while an acquisition waits, the number of
+ * contenders ahead of it as of its last look at the queue (it looks again
+ * only when woken, so this costs no request and may be higher than the
+ * truth, never lower, except that a contender that queued with an
+ * earlier sequence after that look is not counted); -1 when it is not
+ * waiting (idle, held, or @m NULL). Any thread may call it.
+ */
+ZKR_EXTERN int zkr_mutex_waiters_ahead(const zkr_mutex *m);
 
 struct zoo_op;
 struct zoo_op_result;
@@ -249,18 +237,6 @@ ZKR_EXTERN int zkr_mutex_guarded_set(zkr_mutex *m, const char *path,
                                      const char *data, int datalen, int version,
                                      int64_t timeout_ms);
 
-/** One contender in a lock's queue. */
-typedef struct zkr_participant {
-  char *node;         /**< node name */
-  int32_t seq;        /**< sequence number */
-  int is_holder;      /**< 1 for the first in the queue */
-  int64_t session_id; /**< the owner's ZooKeeper session */
-  int64_t czxid;      /**< its fencing token */
-  int64_t ctime_ms;   /**< when it queued (server time, ms since epoch) */
-  char *data;         /**< the node's data: "host=H pid=P id=I" for zkr
-                           nodes, whatever another library stored else */
-} zkr_participant;
-
 /**
  * zkr_mutex_participants - list the queue of the lock at @path, in order
  * (zkr's, Curator's and kazoo's nodes alike; other children are left out).
@@ -275,12 +251,6 @@ typedef struct zkr_participant {
 ZKR_EXTERN int zkr_mutex_participants(zkr_session *s, const char *path,
                                       int64_t timeout_ms, zkr_participant **out,
                                       size_t *count);
-
-/** zkr_participants_free - free what zkr_mutex_participants() returned. */
-ZKR_EXTERN void zkr_participants_free(zkr_participant *p, size_t count);
-
-/** zkr_lock_state_name - "UNLOCKED", "ACQUIRING", "HELD", ... (static). */
-ZKR_EXTERN const char *zkr_lock_state_name(zkr_lock_state state);
 
 #ifdef __cplusplus
 }

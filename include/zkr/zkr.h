@@ -5,6 +5,7 @@
 #include <zkr/common.h>
 #include <zkr/version.h>
 #include <zkr/session.h>
+#include <zkr/lock.h>
 #include <zkr/mutex.h>
 
 #endif /* ZKR_ZKR_H */

@@ -1,0 +1,294 @@
+/*
+ * Services every recipe shares: path and id checks, contender data, the
+ * public state mapping, reentrancy, guarded writes and participant
+ * listings (see recipe.h for what this file owns and must not touch).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recipe.h"
+
+int zkr__lock_path_check(const char *path) {
+  int rc = zkr__path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  if (strcmp(path, "/") == 0)
+    return ZKR_EBADPATH;
+  if (strcmp(path, "/zookeeper") == 0 || strncmp(path, "/zookeeper/", 11) == 0)
+    return ZKR_EBADPATH; /* reserved by the server */
+  return ZKR_OK;
+}
+
+/* "host=H pid=P id=I": what zkr-ls and participants show. */
+int zkr__contender_data(const char *id, char *buf, size_t len) {
+  char host[256];
+  if (gethostname(host, sizeof host) != 0)
+    snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = '\0';
+  int n = snprintf(buf, len, "host=%s pid=%ld%s%s", host, (long)getpid(),
+                   id ? " id=" : "", id ? id : "");
+  return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
+}
+
+int zkr__contender_id_check(const char *id) {
+  if (!id || !id[0] || strlen(id) > 256)
+    return ZKR_EINVAL;
+  for (const char *p = id; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      return ZKR_EINVAL;
+  return ZKR_OK;
+}
+
+/* ---- states ---- */
+
+zkr_lock_state zkr__lock_state_of(zkr__qstate st) {
+  switch (st) {
+  case ZKR__Q_UNLOCKED:
+    return ZKR_LOCK_UNLOCKED;
+  case ZKR__Q_ACQUIRING:
+    return ZKR_LOCK_ACQUIRING;
+  case ZKR__Q_HELD:
+    return ZKR_LOCK_HELD;
+  case ZKR__Q_SUSPECT:
+    return ZKR_LOCK_SUSPECT;
+  case ZKR__Q_LOST:
+    return ZKR_LOCK_LOST;
+  }
+  return ZKR_LOCK_UNLOCKED;
+}
+
+const char *zkr_lock_state_name(zkr_lock_state state) {
+  switch (state) {
+  case ZKR_LOCK_UNLOCKED:
+    return "UNLOCKED";
+  case ZKR_LOCK_ACQUIRING:
+    return "ACQUIRING";
+  case ZKR_LOCK_HELD:
+    return "HELD";
+  case ZKR_LOCK_SUSPECT:
+    return "SUSPECT";
+  case ZKR_LOCK_LOST:
+    return "LOST";
+  }
+  return "UNKNOWN";
+}
+
+/* ---- reentrancy ---- */
+
+/* Held (HELD or SUSPECT) by this object? */
+static int held(zkr__queue *q) {
+  zkr__qstate st = zkr__queue_state(q);
+  return st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT;
+}
+
+int zkr__owner_enter(zkr__owner *o, zkr__queue *q, int *rc) {
+  if (!held(q)) {
+    o->thread = pthread_self();
+    atomic_store(&o->extra, 0);
+    return 0;
+  }
+  if (o->reentrant && pthread_equal(o->thread, pthread_self())) {
+    atomic_fetch_add(&o->extra, 1);
+    *rc = ZKR_OK;
+  } else {
+    *rc = ZKR_EBUSY;
+  }
+  return 1;
+}
+
+void zkr__owner_undo(zkr__owner *o) {
+  atomic_fetch_sub(&o->extra, 1);
+}
+
+int zkr__owner_release(zkr__owner *o, zkr__queue *q) {
+  if (held(q) && o->reentrant && !pthread_equal(o->thread, pthread_self()) &&
+      !zkr__tls_in_callback)
+    return ZKR_EBUSY;
+  if (atomic_load(&o->extra) > 0) {
+    if (held(q)) {
+      atomic_fetch_sub(&o->extra, 1);
+      return ZKR_OK;
+    }
+    atomic_store(&o->extra, 0); /* lost: the holds went with it */
+  }
+  return zkr__queue_release(q);
+}
+
+int zkr__owner_count(const zkr__owner *o, zkr__queue *q) {
+  if (!zkr__queue_info(q, NULL, NULL, 0, NULL))
+    return 0;
+  return 1 + atomic_load(&((zkr__owner *)o)->extra);
+}
+
+/* ---- guarded writes ---- */
+
+int zkr__guarded_multi(zkr__queue *q, int count, const zoo_op_t *ops,
+                       zoo_op_result_t *results, int64_t timeout_ms) {
+  if (!ops || !results || count < 1 || count > 1000)
+    return ZKR_EINVAL;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  char node[ZKR__PATH_MAX + 64];
+  if (zkr__queue_state(q) != ZKR__Q_HELD ||
+      !zkr__queue_info(q, NULL, node, sizeof node, NULL))
+    return ZKR_ENOTHELD;
+  zoo_op_t *all = calloc((size_t)count + 1, sizeof *all);
+  zoo_op_result_t *res = calloc((size_t)count + 1, sizeof *res);
+  if (!all || !res) {
+    free(all);
+    free(res);
+    return ZKR_ENOMEM;
+  }
+  zoo_check_op_init(&all[0], node, -1);
+  memcpy(all + 1, ops, (size_t)count * sizeof *all);
+  int zrc = 0;
+  int rc = zkr__zk_multi(zkr__queue_session(q), count + 1, all, res,
+                         zkr__deadline(timeout_ms), &zrc);
+  if (rc == ZKR_OK || zrc != 0) {
+    memcpy(results, res + 1, (size_t)count * sizeof *res);
+    if (rc != ZKR_OK) {
+      if (res[0].err == ZNONODE) {
+        zkr__queue_mark_lost(q);
+        rc = ZKR_ELOCKLOST;
+      } else {
+        for (int i = 1; i <= count; i++)
+          if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY) {
+            rc = zkr__from_zk(res[i].err);
+            break;
+          }
+      }
+    }
+  }
+  free(all);
+  free(res);
+  return rc;
+}
+
+int zkr__guarded_set(zkr__queue *q, const char *path, const char *data,
+                     int datalen, int version, int64_t timeout_ms) {
+  if (!path)
+    return ZKR_EINVAL;
+  if (zkr__path_check(path) != ZKR_OK)
+    return ZKR_EBADPATH;
+  if (datalen < -1 || (datalen > 0 && !data))
+    return ZKR_EINVAL;
+  zoo_op_t op;
+  zoo_op_result_t r;
+  memset(&r, 0, sizeof r);
+  zoo_set_op_init(&op, path, data, datalen, version, NULL);
+  return zkr__guarded_multi(q, 1, &op, &r, timeout_ms);
+}
+
+/* ---- participants ---- */
+
+static int part_cmp(const void *a, const void *b) {
+  return zkr__seq_cmp(((const zkr_participant *)a)->seq,
+                      ((const zkr_participant *)b)->seq);
+}
+
+void zkr_participants_free(zkr_participant *p, size_t count) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < count; i++) {
+    free(p[i].node);
+    free(p[i].data);
+  }
+  free(p);
+}
+
+/* Set is_holder of the sorted @arr by each one's policy: the blockers
+ * before it, counted by its own blocks rule, pass its holds rule. */
+static void mark_holders(zkr_participant *arr, size_t n, zkr__policy_of pol_of,
+                         void *ctx) {
+  for (size_t i = 0; i < n; i++) {
+    const zkr__qpolicy *pol = pol_of(arr[i].node, ctx);
+    int blockers = 0;
+    for (size_t j = 0; j < i; j++)
+      if (!pol->blocks || pol->blocks(arr[j].node, pol->ctx))
+        blockers++;
+    arr[i].is_holder =
+        pol->holds ? pol->holds(blockers, pol->ctx) != 0 : blockers == 0;
+  }
+}
+
+int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
+                      void *ctx, int64_t timeout_ms, zkr_participant **out,
+                      size_t *count) {
+  if (!s || !out || !count)
+    return ZKR_EINVAL;
+  int rc = zkr__path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  int64_t deadline = zkr__deadline(timeout_ms);
+  zkr__result kids;
+  memset(&kids, 0, sizeof kids);
+  rc = zkr__zk_children(s, path, deadline, &kids);
+  if (rc == ZKR_ENONODE) {
+    *out = NULL;
+    *count = 0;
+    return ZKR_OK;
+  }
+  if (rc != ZKR_OK)
+    return rc;
+  size_t n = 0;
+  zkr_participant *arr =
+      calloc(kids.names.count > 0 ? (size_t)kids.names.count : 1, sizeof *arr);
+  if (!arr) {
+    zkr__result_clear(&kids);
+    return ZKR_ENOMEM;
+  }
+  for (int i = 0; i < kids.names.count; i++) {
+    int32_t seq;
+    const char *name = kids.names.data[i];
+    if (!zkr__seq_parse(name, &seq))
+      continue;
+    char *full = zkr__path_join(path, name);
+    if (!full) {
+      rc = ZKR_ENOMEM;
+      break;
+    }
+    zkr__result r;
+    memset(&r, 0, sizeof r);
+    int grc = zkr__zk_get(s, full, deadline, &r);
+    free(full);
+    if (grc == ZKR_ENONODE)
+      continue; /* left meanwhile */
+    if (grc != ZKR_OK) {
+      rc = grc;
+      break;
+    }
+    if (r.stat.ephemeralOwner == 0) {
+      zkr__result_clear(&r); /* a persistent node is never a contender */
+      continue;
+    }
+    arr[n].node = zkr__strdup(name);
+    arr[n].seq = seq;
+    arr[n].session_id = r.stat.ephemeralOwner;
+    arr[n].czxid = r.stat.czxid;
+    arr[n].ctime_ms = r.stat.ctime;
+    arr[n].data = r.data;
+    r.data = NULL;
+    zkr__result_clear(&r);
+    n++;
+    if (!arr[n - 1].node || !arr[n - 1].data) {
+      rc = ZKR_ENOMEM;
+      break;
+    }
+  }
+  zkr__result_clear(&kids);
+  if (rc != ZKR_OK) {
+    zkr_participants_free(arr, n);
+    return rc;
+  }
+  qsort(arr, n, sizeof *arr, part_cmp);
+  mark_holders(arr, n, pol_of, ctx);
+  *out = arr;
+  *count = n;
+  return ZKR_OK;
+}

@@ -1,0 +1,69 @@
+/*
+ * Services every recipe shares (recipe.c), over the queue engine.
+ *
+ * Owns: the lock-path check, the contender's node data, the mapping of
+ * the engine's states to the public zkr_lock_state, reentrancy (owner
+ * thread and hold count), guarded writes for any held node, and the
+ * listing of a queue's participants with the roles a policy gives them.
+ * Must not touch: the engine's internals (only queue.h), the session's
+ * internals, any one recipe's naming or rule (those are the recipe's
+ * zkr__qpolicy).
+ */
+#ifndef ZKR_RECIPE_H
+#define ZKR_RECIPE_H
+
+#include <stdatomic.h>
+
+#include "queue.h"
+
+/* A lock path: a valid path, not "/", not under "/zookeeper". */
+int zkr__lock_path_check(const char *path);
+/* The contender data "host=H pid=P[ id=I]" into @buf; returns its length. */
+int zkr__contender_data(const char *id, char *buf, size_t len);
+/* A contender id as the recipes' options take it: 1..256 bytes, no
+ * control characters. ZKR_OK or ZKR_EINVAL. */
+int zkr__contender_id_check(const char *id);
+
+/* The public state of an engine state. */
+zkr_lock_state zkr__lock_state_of(zkr__qstate st);
+
+/* Reentrancy: which thread holds, and how many times. The engine holds
+ * the node once; the extra holds of the owner thread are counted here. */
+typedef struct zkr__owner {
+  int reentrant;
+  pthread_t thread; /* the thread that acquired */
+  atomic_int extra; /* holds beyond the first */
+} zkr__owner;
+
+/* Before an acquisition: if @q is held, returns 1 with *rc ZKR_OK (the
+ * owner thread re-entered a reentrant lock: one more hold) or ZKR_EBUSY;
+ * else returns 0 and records the calling thread as the owner-to-be. */
+int zkr__owner_enter(zkr__owner *o, zkr__queue *q, int *rc);
+/* Undo a reentry that could not be completed. */
+void zkr__owner_undo(zkr__owner *o);
+/* Release one hold: the node itself when the last goes. ZKR_EBUSY if a
+ * reentrant lock is held by another thread (and the caller is not a zkr
+ * callback). */
+int zkr__owner_release(zkr__owner *o, zkr__queue *q);
+/* The hold count (0 if not held). */
+int zkr__owner_count(const zkr__owner *o, zkr__queue *q);
+
+/* Guarded writes: @ops commit only while @q's node exists (a check op in
+ * front, in one transaction). */
+int zkr__guarded_multi(zkr__queue *q, int count, const zoo_op_t *ops,
+                       zoo_op_result_t *results, int64_t timeout_ms);
+int zkr__guarded_set(zkr__queue *q, const char *path, const char *data,
+                     int datalen, int version, int64_t timeout_ms);
+
+/* The policy a contender named @name follows (a read-write lock has two,
+ * the mutex one). */
+typedef const zkr__qpolicy *(*zkr__policy_of)(const char *name, void *ctx);
+
+/* The contenders of the queue at @path in order, each with is_holder set
+ * by its own policy's blocks and holds rules. Children without a sequence
+ * number and persistent ones (no ephemeral owner) are not contenders. */
+int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
+                      void *ctx, int64_t timeout_ms, zkr_participant **out,
+                      size_t *count);
+
+#endif

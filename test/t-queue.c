@@ -1,0 +1,390 @@
+/* The queue engine itself, against real servers, with test policies: a
+ * hold rule with N > 1 and a children-watch wait, two policies on one path
+ * (a reader-like rule that only some contenders block), cancel and
+ * time-out of a children-watch waiter leaving no node and no watch, one
+ * session woken per departure, requeue after a loss, the result callback
+ * exactly once when the session closes, and the errors of creating the
+ * queue's parent. Each recipe's own tests add only the tests of its rule. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "queue.h"
+#include "zkt.h"
+
+static const char *hosts;
+static const char *root;
+static zkr_session *admin;
+
+static zkr_session *connect_s(void) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, 6000);
+  int rc = zkr_session_new(&s, hosts, o);
+  zkr_session_opts_free(o);
+  if (rc != ZKR_OK)
+    tap_bail("connect: %s", zkr_strerror(rc));
+  return s;
+}
+
+static const char *qpath(const char *name) {
+  static char buf[8][512];
+  static int i;
+  char *b = buf[i++ % 8];
+  snprintf(b, 512, "%s/%s", root, name);
+  return b;
+}
+
+static int nchildren(const char *path) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  int rc = zkr__zk_children(admin, path, zkr__deadline(5000), &r);
+  int n = rc == ZKR_OK ? r.names.count : -1;
+  zkr__result_clear(&r);
+  return n;
+}
+
+struct nc {
+  const char *path;
+  int want;
+};
+static int children_are(void *arg) {
+  struct nc *c = arg;
+  return nchildren(c->path) == c->want;
+}
+
+static int64_t watch_count(void) {
+  return zkt_mntr(1, "zk_watch_count"); /* data and child watches */
+}
+static int64_t want_watches;
+static int watches_back(void *arg) {
+  (void)arg;
+  return watch_count() == want_watches;
+}
+
+static zkr__queue *mkq(zkr_session *s, const char *path,
+                       const zkr__qpolicy *pol) {
+  zkr__queue *q = NULL;
+  int rc = zkr__queue_new(&q, s, path, pol, "t", 1);
+  if (rc != ZKR_OK)
+    tap_bail("zkr__queue_new: %s", zkr_strerror(rc));
+  return q;
+}
+
+static int q_held(void *arg) {
+  return zkr__queue_state(arg) == ZKR__Q_HELD;
+}
+
+/* ---- policies ---- */
+
+/* N = 2 leases, waiting on the children. */
+static int below_two(int blockers, void *ctx) {
+  (void)ctx;
+  return blockers < 2;
+}
+static const zkr__qpolicy two_policy = {
+    .name = "lease-", .holds = below_two, .wait = ZKR__QWAIT_CHILDREN};
+
+/* A reader-like rule: only "excl-" contenders block a "shared-" one. */
+static int is_excl(const char *name, void *ctx) {
+  (void)ctx;
+  return strstr(name, "-excl-") != NULL;
+}
+static const zkr__qpolicy shared_policy = {.name = "shared-",
+                                           .blocks = is_excl};
+static const zkr__qpolicy excl_policy = {.name = "excl-"};
+
+/* Rejoin the queue after a loss. */
+static const zkr__qpolicy requeue_policy = {.name = "latch-",
+                                            .on_loss = ZKR__QLOSS_REQUEUE};
+
+static void test_policy_checks(void) {
+  static const zkr__qpolicy bad = {.name = "x-", .holds = below_two};
+  zkr__queue *q = NULL;
+  is(zkr__queue_new(&q, admin, qpath("bad"), &bad, "", 0), ZKR_EINVAL,
+     "a nearest-blocker wait with a custom hold rule is refused");
+  is(zkr__queue_new(&q, admin, qpath("bad"), NULL, "", 0), ZKR_EINVAL,
+     "no policy: refused");
+}
+
+/* ---- N > 1 with a children watch ---- */
+
+static void test_two_leases(void) {
+  const char *path = qpath("two");
+  zkr_session *s[4];
+  zkr__queue *q[4];
+  for (int i = 0; i < 4; i++) {
+    s[i] = connect_s();
+    q[i] = mkq(s[i], path, &two_policy);
+  }
+  want_watches = watch_count();
+  is(zkr__queue_start(q[0], -1, NULL, NULL), ZKR_OK, "first lease: start");
+  is(zkr__queue_wait(q[0]), ZKR_OK, "first lease held");
+  is(zkr__queue_start(q[1], -1, NULL, NULL), ZKR_OK, "second lease: start");
+  is(zkr__queue_wait(q[1]), ZKR_OK, "second lease held: N = 2 hold together");
+  is(zkr__queue_start(q[2], 0, NULL, NULL), ZKR_OK, "third, try once: start");
+  is(zkr__queue_wait(q[2]), ZKR_EWOULDBLOCK, "third, try once: refused");
+  struct nc two = {path, 2};
+  ok(zkt_wait_for(children_are, &two, 10000), "and it left no node");
+  is(zkr__queue_start(q[2], -1, NULL, NULL), ZKR_OK, "third waits");
+  usleep(300000);
+  is(zkr__queue_start(q[3], -1, NULL, NULL), ZKR_OK, "fourth waits");
+  usleep(300000);
+  is(zkr__queue_state(q[2]), ZKR__Q_ACQUIRING, "third is waiting");
+  is(zkr__queue_ahead(q[2]), 2, "two ahead of the third");
+  is(zkr__queue_ahead(q[3]), 3, "three ahead of the fourth");
+  ok(watch_count() >= want_watches + 2,
+     "the waiters wait on child watches (zk_watch_count)");
+  is(zkr__queue_release(q[0]), ZKR_OK, "first lease released");
+  ok(zkt_wait_for(q_held, q[2], 10000), "the third holds");
+  usleep(300000);
+  is(zkr__queue_state(q[3]), ZKR__Q_ACQUIRING,
+     "the fourth still waits (two leases before it)");
+  is(zkr__queue_release(q[1]), ZKR_OK, "second lease released");
+  ok(zkt_wait_for(q_held, q[3], 10000), "the fourth holds");
+  zkr__queue_release(q[2]);
+  zkr__queue_release(q[3]);
+  ok(zkt_wait_for(watches_back, NULL, 10000),
+     "no watch left on the server once all hold (child watches removed)");
+
+  /* A children-watch waiter that gives up leaves nothing. */
+  is(zkr__queue_start(q[0], -1, NULL, NULL), ZKR_OK, "hold one");
+  zkr__queue_wait(q[0]);
+  is(zkr__queue_start(q[1], -1, NULL, NULL), ZKR_OK, "hold two");
+  zkr__queue_wait(q[1]);
+  want_watches = watch_count();
+  is(zkr__queue_start(q[2], -1, NULL, NULL), ZKR_OK, "a waiter");
+  usleep(300000);
+  is(zkr__queue_cancel(q[2]), ZKR_OK, "cancelled");
+  is(zkr__queue_wait(q[2]), ZKR_ECANCELED, "it ends ECANCELED");
+  ok(zkt_wait_for(children_are, &two, 10000), "its node is gone");
+  ok(zkt_wait_for(watches_back, NULL, 10000), "its child watch is gone");
+  is(zkr__queue_start(q[3], 400, NULL, NULL), ZKR_OK, "another waiter");
+  is(zkr__queue_wait(q[3]), ZKR_ETIMEDOUT, "it times out");
+  ok(zkt_wait_for(children_are, &two, 10000), "its node is gone");
+  ok(zkt_wait_for(watches_back, NULL, 10000), "its child watch is gone");
+  for (int i = 0; i < 4; i++) {
+    zkr__queue_free(q[i]);
+    zkr_session_close(s[i]);
+  }
+}
+
+/* ---- two policies on one path; one session woken per departure ---- */
+
+static void test_shared_and_exclusive(void) {
+  const char *path = qpath("rw");
+  zkr_session *s[4];
+  for (int i = 0; i < 4; i++)
+    s[i] = connect_s();
+  zkr__queue *r1 = mkq(s[0], path, &shared_policy);
+  zkr__queue *r2 = mkq(s[1], path, &shared_policy);
+  zkr__queue *w = mkq(s[2], path, &excl_policy);
+  zkr__queue *r3 = mkq(s[3], path, &shared_policy);
+  zkr__queue_start(r1, -1, NULL, NULL);
+  is(zkr__queue_wait(r1), ZKR_OK, "shared 1 holds");
+  zkr__queue_start(r2, -1, NULL, NULL);
+  is(zkr__queue_wait(r2), ZKR_OK, "shared 2 holds with it");
+  zkr__queue_start(w, -1, NULL, NULL);
+  usleep(300000);
+  is(zkr__queue_state(w), ZKR__Q_ACQUIRING, "the exclusive one waits");
+  is(zkr__queue_ahead(w), 2, "behind both shared holders");
+  zkr__queue_start(r3, -1, NULL, NULL);
+  usleep(300000);
+  is(zkr__queue_state(r3), ZKR__Q_ACQUIRING,
+     "a shared one queued after it waits too (FIFO across kinds)");
+  is(zkr__queue_ahead(r3), 1, "blocked by the exclusive one alone");
+  uint64_t ev_w = zkr__session_node_events(s[2]);
+  uint64_t ev_r3 = zkr__session_node_events(s[3]);
+  zkr__queue_release(r2);
+  usleep(500000);
+  is(zkr__session_node_events(s[2]), ev_w + 1,
+     "the nearest shared holder leaving wakes the exclusive waiter once");
+  is(zkr__queue_state(w), ZKR__Q_ACQUIRING, "which still waits for the other");
+  zkr__queue_release(r1);
+  ok(zkt_wait_for(q_held, w, 10000), "the exclusive one holds");
+  is(zkr__session_node_events(s[3]), ev_r3,
+     "the shared waiter was woken by none of it");
+  zkr__queue_release(w);
+  ok(zkt_wait_for(q_held, r3, 10000), "then the shared waiter holds");
+  is(zkr__session_node_events(s[3]), ev_r3 + 1, "woken once");
+  zkr__queue_release(r3);
+  zkr__queue_free(r1);
+  zkr__queue_free(r2);
+  zkr__queue_free(w);
+  zkr__queue_free(r3);
+  for (int i = 0; i < 4; i++)
+    zkr_session_close(s[i]);
+}
+
+/* ---- requeue after a loss ---- */
+
+struct slog {
+  pthread_mutex_t mu;
+  zkr__qstate st[16];
+  int n;
+};
+static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
+  struct slog *l = ud;
+  (void)q;
+  pthread_mutex_lock(&l->mu);
+  if (l->n < 16)
+    l->st[l->n++] = st;
+  pthread_mutex_unlock(&l->mu);
+}
+static int slog_n(struct slog *l) {
+  pthread_mutex_lock(&l->mu);
+  int n = l->n;
+  pthread_mutex_unlock(&l->mu);
+  return n;
+}
+static int slog_has2(void *arg) {
+  return slog_n(arg) >= 2;
+}
+static int slog_has3(void *arg) {
+  return slog_n(arg) >= 3;
+}
+
+static void test_requeue(void) {
+  const char *path = qpath("latch");
+  zkr_session *s1 = connect_s(), *s2 = connect_s();
+  zkr__queue *a = mkq(s1, path, &requeue_policy);
+  zkr__queue *b = mkq(s2, path, &requeue_policy);
+  struct slog log = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+  zkr__queue_set_state_fn(a, on_state, &log);
+  zkr__queue_set_watch_held(a, 1);
+  zkr__queue_start(a, -1, NULL, NULL);
+  is(zkr__queue_wait(a), ZKR_OK, "first participant holds");
+  char old[600];
+  zkr__queue_info(a, NULL, old, sizeof old, NULL);
+  zkr__queue_start(b, -1, NULL, NULL);
+  usleep(300000);
+  is(zkr_session_state_get(admin), ZKR_STATE_CONNECTED, "admin connected");
+  is(zkr__zk_delete(admin, old, -1, zkr__deadline(5000)), ZKR_OK,
+     "a third party deletes the holder's node");
+  ok(zkt_wait_for(q_held, b, 10000), "the second participant holds");
+  ok(zkt_wait_for(slog_has2, &log, 10000), "two state changes told");
+  pthread_mutex_lock(&log.mu);
+  ok(log.n >= 2 && log.st[0] == ZKR__Q_HELD && log.st[1] == ZKR__Q_LOST,
+     "HELD, then LOST, in order");
+  pthread_mutex_unlock(&log.mu);
+  is(zkr__queue_state(a), ZKR__Q_ACQUIRING,
+     "the first queued again by itself (no call)");
+  is(zkr__queue_ahead(a), 1, "at the back, behind the new holder");
+  is(nchildren(path), 2, "one node each");
+  zkr__queue_release(b);
+  ok(zkt_wait_for(q_held, a, 10000), "the requeued participant holds again");
+  char now[600];
+  zkr__queue_info(a, NULL, now, sizeof now, NULL);
+  ok(strcmp(old, now) != 0, "with a new node, not the old one");
+  ok(zkt_wait_for(slog_has3, &log, 10000) && log.st[2] == ZKR__Q_HELD,
+     "HELD told again");
+  zkr__queue_release(a);
+  is(zkr__queue_state(a), ZKR__Q_UNLOCKED,
+     "a release is final: no requeue after it");
+  zkr__queue_free(a);
+  zkr__queue_free(b);
+  zkr_session_close(s1);
+  zkr_session_close(s2);
+}
+
+/* ---- the result callback exactly once, also when the session closes ---- */
+
+static atomic_int done_calls, done_rc;
+static void on_done(zkr__queue *q, int rc, void *ud) {
+  (void)q;
+  (void)ud;
+  atomic_store(&done_rc, rc);
+  atomic_fetch_add(&done_calls, 1);
+}
+
+static void test_close_while_waiting(void) {
+  const char *path = qpath("close");
+  zkr_session *h = connect_s(), *w = connect_s();
+  zkr__queue *hq = mkq(h, path, &excl_policy);
+  zkr__queue *wq = mkq(w, path, &excl_policy);
+  zkr__queue_start(hq, -1, NULL, NULL);
+  is(zkr__queue_wait(hq), ZKR_OK, "held by one session");
+  is(zkr__queue_start(wq, -1, on_done, NULL), ZKR_OK, "another waits, async");
+  usleep(300000);
+  is(atomic_load(&done_calls), 0, "no result yet");
+  is(zkr_session_close(w), ZKR_OK, "the waiter's session is closed");
+  is(atomic_load(&done_calls), 1, "the result callback ran once, by the close");
+  is(atomic_load(&done_rc), ZKR_ECLOSED, "with ZKR_ECLOSED");
+  is(zkr__queue_start(wq, -1, on_done, NULL), ZKR_ECLOSED,
+     "a start after the close is refused");
+  usleep(200000);
+  is(atomic_load(&done_calls), 1, "and its callback never runs");
+  zkr__queue_free(wq);
+  zkr__queue_release(hq);
+  zkr__queue_free(hq);
+  zkr_session_close(h);
+}
+
+/* ---- errors while creating the queue's parent ---- */
+
+static int raw_create(const char *path, struct ACL_vector *acl, int flags) {
+  zhandle_t *zh;
+  if (zkr__session_get_zh(admin, &zh, NULL) != ZKR_OK)
+    return -1;
+  int rc = zoo_create(zh, path, "", 0, acl, flags, NULL, 0);
+  zkr__session_put_zh(admin);
+  return rc;
+}
+
+static void test_parent_errors(void) {
+  zkr__queue *q;
+  /* under another client's ephemeral node */
+  const char *eph = qpath("eph");
+  is(raw_create(eph, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL), ZOK,
+     "an ephemeral node");
+  char deep[600];
+  snprintf(deep, sizeof deep, "%s/a/lock", eph);
+  zkr_session *s = connect_s();
+  q = mkq(s, deep, &excl_policy);
+  zkr__queue_start(q, 5000, NULL, NULL);
+  is(zkr__queue_wait(q), ZKR_EEPHEMERAL,
+     "a queue under it: ZKR_EEPHEMERAL, not 'no such node'");
+  zkr__queue_free(q);
+  q = mkq(s, eph, &excl_policy);
+  zkr__queue_start(q, 5000, NULL, NULL);
+  is(zkr__queue_wait(q), ZKR_EEPHEMERAL, "a queue at it: the same");
+  zkr__queue_free(q);
+  /* under a node whose ACL refuses create */
+  const char *ro = qpath("readonly");
+  is(raw_create(ro, &ZOO_READ_ACL_UNSAFE, 0), ZOK,
+     "a node with world:anyone:r");
+  snprintf(deep, sizeof deep, "%s/job", ro);
+  q = mkq(s, deep, &excl_policy);
+  zkr__queue_start(q, 5000, NULL, NULL);
+  is(zkr__queue_wait(q), ZKR_ENOAUTH, "a queue under it: ZKR_ENOAUTH");
+  zkr__queue_free(q);
+  snprintf(deep, sizeof deep, "%s/job/deeper/still", ro);
+  q = mkq(s, deep, &excl_policy);
+  zkr__queue_start(q, 5000, NULL, NULL);
+  is(zkr__queue_wait(q), ZKR_ENOAUTH, "several levels under it: the same");
+  zkr__queue_free(q);
+  is(nchildren(ro), 0, "nothing was created under it");
+  zkr__zk_delete(admin, ro, -1, zkr__deadline(5000));
+  zkr_session_close(s);
+}
+
+int main(void) {
+  tap_init(240);
+  hosts = zkt_start(1);
+  root = zkt_root("t-queue");
+  admin = connect_s();
+  test_policy_checks();
+  test_two_leases();
+  test_shared_and_exclusive();
+  test_requeue();
+  test_close_while_waiting();
+  test_parent_errors();
+  zkr_session_close(admin);
+  return tap_done();
+}
