@@ -19,6 +19,31 @@ int main(void) {
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     is(zkr__path_check(bad[i]), ZKR_EBADPATH, "path #%zu refused", i);
   is(zkr__path_check(NULL), ZKR_EBADPATH, "NULL path refused");
+  /* What the server refuses (ZooKeeper 3.8's PathUtils.validatePath, on
+   * the path decoded as UTF-8) is refused before anything is sent. */
+  static const char *utf_good[] = {"/\xc2\xa0nbsp", "/\xe2\x82\xac",
+                                   "/\xef\xbf\xaf", "/\xe0\xa0\x80",
+                                   "/\xef\xa4\x80"};
+  for (size_t i = 0; i < sizeof utf_good / sizeof *utf_good; i++)
+    is(zkr__path_check(utf_good[i]), ZKR_OK, "UTF-8 path #%zu accepted", i);
+  static const char *utf_bad[] = {
+      "/\xc2\x80",              /* U+0080, a C1 control */
+      "/\xc2\x9f",              /* U+009F */
+      "/\xef\xa3\xbf",          /* U+F8FF, the last private use one */
+      "/\xee\x80\x80",          /* U+E000, private use */
+      "/\xed\xa0\x80",          /* U+D800, a surrogate */
+      "/\xef\xbf\xbd",          /* U+FFFD */
+      "/\xef\xbf\xbf",          /* U+FFFF */
+      "/emoji\xf0\x9f\x98\x80", /* U+1F600: a surrogate pair in Java */
+      "/\xff",                  /* invalid UTF-8 */
+      "/a\x80"
+      "b",             /* a lone continuation byte */
+      "/\xc3",         /* truncated */
+      "/\xc0\xaf",     /* overlong */
+      "/\xe0\x80\xaf", /* overlong */
+  };
+  for (size_t i = 0; i < sizeof utf_bad / sizeof *utf_bad; i++)
+    is(zkr__path_check(utf_bad[i]), ZKR_EBADPATH, "UTF-8 path #%zu refused", i);
   char *longp = malloc(ZKR__PATH_MAX + 2);
   longp[0] = '/';
   memset(longp + 1, 'a', ZKR__PATH_MAX);
