@@ -379,24 +379,6 @@ static void push_state_event(zkr_session *s, zkr_session_event ev,
   push_event(s, e);
 }
 
-int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg) {
-  struct event *e = calloc(1, sizeof *e);
-  if (!e)
-    return ZKR_ENOMEM;
-  e->is_closure = 1;
-  e->fn = fn;
-  e->arg = arg;
-  pthread_mutex_lock(&s->mu);
-  if (s->ev_stop) {
-    pthread_mutex_unlock(&s->mu);
-    free(e);
-    return ZKR_ECLOSED;
-  }
-  push_event(s, e);
-  pthread_mutex_unlock(&s->mu);
-  return ZKR_OK;
-}
-
 zkr__event *zkr__event_new(void) {
   struct event *e = calloc(1, sizeof *e);
   if (e)
@@ -421,6 +403,16 @@ int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
   push_event(s, e);
   pthread_mutex_unlock(&s->mu);
   return ZKR_OK;
+}
+
+int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg) {
+  struct event *e = calloc(1, sizeof *e);
+  if (!e)
+    return ZKR_ENOMEM;
+  int rc = zkr__session_post_event(s, e, fn, arg);
+  if (rc != ZKR_OK)
+    free(e);
+  return rc;
 }
 
 static void *event_main(void *arg) {
