@@ -81,6 +81,28 @@ static int q_held(void *arg) {
   return zkr__queue_state(arg) == ZKR__Q_HELD;
 }
 
+static int one_ahead(void *arg) {
+  return zkr__queue_ahead(arg) == 1;
+}
+
+struct ahead {
+  zkr__queue *q;
+  int n;
+};
+static int ahead_is(void *arg) {
+  struct ahead *a = arg;
+  return zkr__queue_ahead(a->q) == a->n;
+}
+
+struct evc {
+  zkr_session *s;
+  uint64_t n;
+};
+static int events_are(void *arg) {
+  struct evc *e = arg;
+  return zkr__session_node_events(e->s) == e->n;
+}
+
 /* ---- policies ---- */
 
 /* N = 2 leases, waiting on the children. */
@@ -133,12 +155,11 @@ static void test_two_leases(void) {
   struct nc two = {path, 2};
   ok(zkt_wait_for(children_are, &two, 10000), "and it left no node");
   is(zkr__queue_start(q[2], -1, NULL, NULL), ZKR_OK, "third waits");
-  usleep(300000);
+  struct ahead a2 = {q[2], 2}, a3 = {q[3], 3};
+  ok(zkt_wait_for(ahead_is, &a2, 10000), "two ahead of the third");
   is(zkr__queue_start(q[3], -1, NULL, NULL), ZKR_OK, "fourth waits");
-  usleep(300000);
+  ok(zkt_wait_for(ahead_is, &a3, 10000), "three ahead of the fourth");
   is(zkr__queue_state(q[2]), ZKR__Q_ACQUIRING, "third is waiting");
-  is(zkr__queue_ahead(q[2]), 2, "two ahead of the third");
-  is(zkr__queue_ahead(q[3]), 3, "three ahead of the fourth");
   ok(watch_count() >= want_watches + 2,
      "the waiters wait on child watches (zk_watch_count)");
   is(zkr__queue_release(q[0]), ZKR_OK, "first lease released");
@@ -190,21 +211,24 @@ static void test_shared_and_exclusive(void) {
   is(zkr__queue_wait(r1), ZKR_OK, "shared 1 holds");
   zkr__queue_start(r2, -1, NULL, NULL);
   is(zkr__queue_wait(r2), ZKR_OK, "shared 2 holds with it");
+  want_watches = watch_count() + 2;
   zkr__queue_start(w, -1, NULL, NULL);
-  usleep(300000);
-  is(zkr__queue_state(w), ZKR__Q_ACQUIRING, "the exclusive one waits");
-  is(zkr__queue_ahead(w), 2, "behind both shared holders");
+  struct ahead aw = {w, 2}, ar3 = {r3, 1};
+  ok(zkt_wait_for(ahead_is, &aw, 10000), "the exclusive one waits behind "
+                                         "both shared holders");
   zkr__queue_start(r3, -1, NULL, NULL);
-  usleep(300000);
-  is(zkr__queue_state(r3), ZKR__Q_ACQUIRING,
-     "a shared one queued after it waits too (FIFO across kinds)");
-  is(zkr__queue_ahead(r3), 1, "blocked by the exclusive one alone");
+  ok(zkt_wait_for(ahead_is, &ar3, 10000),
+     "a shared one queued after it waits, blocked by it alone (FIFO across "
+     "kinds)");
+  ok(zkt_wait_for(watches_back, NULL, 10000), "both watches are set");
   uint64_t ev_w = zkr__session_node_events(s[2]);
   uint64_t ev_r3 = zkr__session_node_events(s[3]);
   zkr__queue_release(r2);
-  usleep(500000);
-  is(zkr__session_node_events(s[2]), ev_w + 1,
-     "the nearest shared holder leaving wakes the exclusive waiter once");
+  struct evc ew = {s[2], ev_w + 1};
+  ok(zkt_wait_for(events_are, &ew, 10000),
+     "the nearest shared holder leaving wakes the exclusive waiter");
+  usleep(300000);
+  is(zkr__session_node_events(s[2]), ev_w + 1, "once");
   is(zkr__queue_state(w), ZKR__Q_ACQUIRING, "which still waits for the other");
   zkr__queue_release(r1);
   ok(zkt_wait_for(q_held, w, 10000), "the exclusive one holds");
@@ -275,7 +299,7 @@ static void test_requeue(void) {
   pthread_mutex_unlock(&log.mu);
   is(zkr__queue_state(a), ZKR__Q_ACQUIRING,
      "the first queued again by itself (no call)");
-  is(zkr__queue_ahead(a), 1, "at the back, behind the new holder");
+  ok(zkt_wait_for(one_ahead, a, 10000), "at the back, behind the new holder");
   is(nchildren(path), 2, "one node each");
   zkr__queue_release(b);
   ok(zkt_wait_for(q_held, a, 10000), "the requeued participant holds again");
