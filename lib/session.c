@@ -181,7 +181,7 @@ void zkr_session_opts_free(zkr_session_opts *opts) {
 }
 
 int zkr_session_opts_set_session_timeout(zkr_session_opts *opts, int ms) {
-  if (!opts || ms < 1)
+  if (!opts || ms < ZKR_SESSION_TIMEOUT_MIN || ms > ZKR_SESSION_TIMEOUT_MAX)
     return ZKR_EINVAL;
   opts->session_timeout = ms;
   return ZKR_OK;
