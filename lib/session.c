@@ -693,10 +693,18 @@ static int open_handle(zkr_session *s) {
     return ZKR_ENOMEM;
   hc->s = s;
   hc->gen = s->gen;
+  char *client_hosts = zkr__hosts_client(s->hosts);
+  if (!client_hosts) {
+    free(hc);
+    return ZKR_ENOMEM;
+  }
   errno = 0;
   zhandle_t *zh =
-      zookeeper_init2(s->hosts, global_watcher, s->opts.session_timeout, NULL,
-                      hc, 0, zkr__zk_log_cb);
+      zookeeper_init2(client_hosts, global_watcher, s->opts.session_timeout,
+                      NULL, hc, 0, zkr__zk_log_cb);
+  int init_errno = errno;
+  free(client_hosts); /* the client keeps a copy */
+  errno = init_errno;
   if (!zh) {
     int e = errno;
     free(hc);
