@@ -40,13 +40,12 @@ int main(void) {
                                 "[::ffff:127.0.0.1]:2181"};
   for (size_t i = 0; i < sizeof hgood / sizeof *hgood; i++)
     is(zkr__hosts_check(hgood[i]), ZKR_OK, "hosts '%s' accepted", hgood[i]);
-  static const char *hbad[] = {"",          "localhost",  "h:",
-                               ":2181",     "h:0",        "h:65536",
-                               "h:12x",     "h:1,",       "h:1,,h:2",
-                               "h h:1",     "[::1:2181",  ",h:1",
-                               "[]:2181",   "[::g]:2181", "[::1]2181",
-                               "::g:2181",  "1:2:2181",   "[::1]:",
-                               "::1]:2181", "[[::1]]:1",  "::::2181"};
+  static const char *hbad[] = {
+      "",          "localhost", "h:",      ":2181",      "h:0",
+      "h:65536",   "h:12x",     "h:1,",    "h:1,,h:2",   "h h:1",
+      "[::1:2181", ",h:1",      "[]:2181", "[::g]:2181", "[::1]2181",
+      "::g:2181",  "1:2:2181",  "[::1]:",  "::1]:2181",  "[[::1]]:1",
+      "::::2181"};
   for (size_t i = 0; i < sizeof hbad / sizeof *hbad; i++)
     is(zkr__hosts_check(hbad[i]), ZKR_EBADCONN, "hosts '%s' refused", hbad[i]);
   is(zkr__hosts_check("h:1/"), ZKR_EBADPATH, "chroot '/' refused");
@@ -60,8 +59,7 @@ int main(void) {
       {"127.0.0.1:2181", "127.0.0.1:2181"},
       {"[::1]:2181", "::1:2181"},
       {"::1:2181", "::1:2181"},
-      {"a:1,[::1]:02181,[fe80::1]:3/ch/root",
-       "a:1,::1:2181,fe80::1:3/ch/root"},
+      {"a:1,[::1]:02181,[fe80::1]:3/ch/root", "a:1,::1:2181,fe80::1:3/ch/root"},
       {"h:00010/a", "h:10/a"}};
   for (size_t i = 0; i < sizeof conv / sizeof *conv; i++) {
     char *c = zkr__hosts_client(conv[i][0]);

@@ -175,7 +175,10 @@ const char *esc(const char *s) {
     for (int i = 0; i < n; i++, p++) {
       if (*p == '\n' || *p == '\t' || *p == '\r' || *p == '\\') {
         out[k++] = '\\';
-        out[k++] = *p == '\n' ? 'n' : *p == '\t' ? 't' : *p == '\r' ? 'r' : '\\';
+        out[k++] = *p == '\n'   ? 'n'
+                   : *p == '\t' ? 't'
+                   : *p == '\r' ? 'r'
+                                : '\\';
       } else {
         snprintf(out + k, 5, "\\x%02x", *p);
         k += 4;

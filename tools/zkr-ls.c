@@ -199,7 +199,9 @@ static void skip(const char *path, const char *why) {
 
 /* Whether -r goes on after @rc for a node of the tree: the node may not be
  * read (no READ permission), or its path is one the library refuses. */
-static int skippable(int rc) { return rc == ZKR_ENOAUTH || rc == ZKR_EBADPATH; }
+static int skippable(int rc) {
+  return rc == ZKR_ENOAUTH || rc == ZKR_EBADPATH;
+}
 
 /* The contenders of the lock at @path: zkr_mutex_participants() without
  * the persistent nodes (ephemeralOwner 0: a sequential name alone, such as
@@ -391,8 +393,8 @@ int main(int argc, char **argv) {
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
     usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {
-    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog, esc(servers),
-            zkr_strerror(rc));
+    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog,
+            esc(servers), zkr_strerror(rc));
     return rc == ZKR_ENOMEM ? 1 : EX_UNAVAILABLE;
   }
   int status;
