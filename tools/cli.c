@@ -52,7 +52,9 @@ void option_error(int c, char *const argv[], const struct option *longopts) {
   if (c == ':') {
     if (lo && lo->val == optopt)
       usage_error("option '--%s' needs an argument", lo->name);
-    usage_error("option '-%c' needs an argument", optopt);
+    if (optopt > ' ' && optopt < 0x7f)
+      usage_error("option '-%c' needs an argument", optopt);
+    usage_error("option '%s' needs an argument", esc(last));
   }
   if (optopt == 0) {
     char name[64];
