@@ -1,6 +1,8 @@
 /* Path and connection-string validation. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,18 +98,24 @@ static int port_ok(const char *p, size_t n) {
   return v >= 1 && v <= 65535;
 }
 
+/* An IPv6 address in the textual form inet_pton() takes (no zone). */
+static int v6_ok(const char *h, size_t n) {
+  char buf[INET6_ADDRSTRLEN];
+  struct in6_addr a;
+  if (n == 0 || n >= sizeof buf)
+    return 0;
+  memcpy(buf, h, n);
+  buf[n] = '\0';
+  return inet_pton(AF_INET6, buf, &a) == 1;
+}
+
 static int host_ok(const char *h, size_t n) {
   if (n == 0)
     return 0;
-  if (h[0] == '[') { /* [v6 address] */
-    if (n < 3 || h[n - 1] != ']')
-      return 0;
-    for (size_t i = 1; i + 1 < n; i++)
-      if (!(h[i] == ':' || h[i] == '.' || (h[i] >= '0' && h[i] <= '9') ||
-            (h[i] >= 'a' && h[i] <= 'f') || (h[i] >= 'A' && h[i] <= 'F')))
-        return 0;
-    return 1;
-  }
+  if (h[0] == '[') /* [v6 address] */
+    return n >= 3 && h[n - 1] == ']' && v6_ok(h + 1, n - 2);
+  if (memchr(h, ':', n)) /* a bare v6 address: the port after its last ':' */
+    return v6_ok(h, n);
   for (size_t i = 0; i < n; i++) {
     char c = h[i];
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -115,6 +123,31 @@ static int host_ok(const char *h, size_t n) {
       return 0;
   }
   return 1;
+}
+
+/* Calls @fn for each "host:port" of a checked connection string: the host
+ * (brackets included) and the port as written. Returns the chroot ("" if
+ * none). */
+static const char *each_host(const char *hosts,
+                             void (*fn)(const char *h, size_t hn,
+                                        const char *port, size_t pn, void *ud),
+                             void *ud) {
+  const char *slash = strchr(hosts, '/');
+  const char *end = slash ? slash : hosts + strlen(hosts);
+  const char *p = hosts;
+  while (p < end) {
+    const char *comma = memchr(p, ',', (size_t)(end - p));
+    const char *e = comma ? comma : end;
+    const char *colon = e;
+    while (colon > p && colon[-1] != ':')
+      colon--;
+    colon--; /* checked: there is one */
+    fn(p, (size_t)(colon - p), colon + 1, (size_t)(e - colon - 1), ud);
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  return slash ? slash : "";
 }
 
 int zkr__hosts_check(const char *hosts) {
@@ -136,7 +169,7 @@ int zkr__hosts_check(const char *hosts) {
   while (p < end) {
     const char *comma = memchr(p, ',', (size_t)(end - p));
     const char *e = comma ? comma : end;
-    /* host:port, the port after the last ':' (v6 in brackets) */
+    /* host:port, the port after the last ':' (v6 in brackets or bare) */
     const char *colon = NULL;
     for (const char *q = e; q > p; q--)
       if (q[-1] == ':') {
@@ -155,6 +188,40 @@ int zkr__hosts_check(const char *hosts) {
       return ZKR_EBADCONN; /* trailing comma */
   }
   return ZKR_OK;
+}
+
+struct client_form {
+  char *out;
+  size_t len;
+};
+
+static void put_host(const char *h, size_t hn, const char *port, size_t pn,
+                     void *ud) {
+  struct client_form *cf = ud;
+  if (cf->len > 0)
+    cf->out[cf->len++] = ',';
+  if (h[0] == '[') { /* the client would pass the brackets to getaddrinfo */
+    h++;
+    hn -= 2;
+  }
+  memcpy(cf->out + cf->len, h, hn);
+  cf->len += hn;
+  cf->out[cf->len++] = ':';
+  while (pn > 1 && port[0] == '0') { /* the client reads "0" as octal */
+    port++;
+    pn--;
+  }
+  memcpy(cf->out + cf->len, port, pn);
+  cf->len += pn;
+}
+
+char *zkr__hosts_client(const char *hosts) {
+  struct client_form cf = {malloc(strlen(hosts) + 1), 0};
+  if (!cf.out)
+    return NULL;
+  const char *chroot = each_host(hosts, put_host, &cf);
+  memcpy(cf.out + cf.len, chroot, strlen(chroot) + 1);
+  return cf.out;
 }
 
 char *zkr__path_join(const char *parent, const char *child) {

@@ -183,7 +183,7 @@ void zkr_session_opts_free(zkr_session_opts *opts) {
 }
 
 int zkr_session_opts_set_session_timeout(zkr_session_opts *opts, int ms) {
-  if (!opts || ms < 1)
+  if (!opts || ms < ZKR_SESSION_TIMEOUT_MIN || ms > ZKR_SESSION_TIMEOUT_MAX)
     return ZKR_EINVAL;
   opts->session_timeout = ms;
   return ZKR_OK;
@@ -730,10 +730,18 @@ static int open_handle(zkr_session *s) {
     return ZKR_ENOMEM;
   hc->s = s;
   hc->gen = s->gen;
+  char *client_hosts = zkr__hosts_client(s->hosts);
+  if (!client_hosts) {
+    free(hc);
+    return ZKR_ENOMEM;
+  }
   errno = 0;
   zhandle_t *zh =
-      zookeeper_init2(s->hosts, global_watcher, s->opts.session_timeout, NULL,
-                      hc, 0, zkr__zk_log_cb);
+      zookeeper_init2(client_hosts, global_watcher, s->opts.session_timeout,
+                      NULL, hc, 0, zkr__zk_log_cb);
+  int init_errno = errno;
+  free(client_hosts); /* the client keeps a copy */
+  errno = init_errno;
   if (!zh) {
     int e = errno;
     free(hc);

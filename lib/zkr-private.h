@@ -33,9 +33,15 @@ void zkr__zk_log_cb(const char *message);
 #define ZKR__PATH_MAX 1024
 /* Validate an absolute znode path. Returns ZKR_OK or ZKR_EBADPATH. */
 int zkr__path_check(const char *path);
-/* Validate "host:port[,host:port...][/chroot]". Returns ZKR_OK,
- * ZKR_EBADCONN or ZKR_EBADPATH. */
+/* Validate "host:port[,host:port...][/chroot]"; an IPv6 address as
+ * "[addr]:port" or "addr:port" (the port after the last ':'). Returns
+ * ZKR_OK, ZKR_EBADCONN or ZKR_EBADPATH. */
 int zkr__hosts_check(const char *hosts);
+/* A checked connection string in the form the ZooKeeper C client takes:
+ * IPv6 addresses without brackets (it would pass them to getaddrinfo) and
+ * ports without leading zeros (it would read them as octal). Malloc'd;
+ * NULL if out of memory. */
+char *zkr__hosts_client(const char *hosts);
 /* Join parent and child into a new string ("/" parent handled). */
 char *zkr__path_join(const char *parent, const char *child);
 char *zkr__strdup(const char *s);

@@ -53,20 +53,47 @@ int main(void) {
   is(zkr__path_check(longp), ZKR_OK, "path of the maximum length accepted");
   free(longp);
 
-  static const char *hgood[] = {"127.0.0.1:2181", "a:1,b:2,c:3",
-                                "zk-1.example.com:2181/app", "[::1]:2181",
-                                "h:65535/a/b"};
+  static const char *hgood[] = {"127.0.0.1:2181",
+                                "a:1,b:2,c:3",
+                                "zk-1.example.com:2181/app",
+                                "[::1]:2181",
+                                "h:65535/a/b",
+                                "::1:2181",
+                                "[::1]:1,::1:2,127.0.0.1:3/x",
+                                "[fe80::a:1]:2181",
+                                "2001:db8::1:2181",
+                                "[::ffff:127.0.0.1]:2181"};
   for (size_t i = 0; i < sizeof hgood / sizeof *hgood; i++)
     is(zkr__hosts_check(hgood[i]), ZKR_OK, "hosts '%s' accepted", hgood[i]);
-  static const char *hbad[] = {"",         "localhost", "h:",        ":2181",
-                               "h:0",      "h:65536",   "h:12x",     "h:1,",
-                               "h:1,,h:2", "h h:1",     "[::1:2181", ",h:1"};
+  static const char *hbad[] = {
+      "",          "localhost", "h:",      ":2181",      "h:0",
+      "h:65536",   "h:12x",     "h:1,",    "h:1,,h:2",   "h h:1",
+      "[::1:2181", ",h:1",      "[]:2181", "[::g]:2181", "[::1]2181",
+      "::g:2181",  "1:2:2181",  "[::1]:",  "::1]:2181",  "[[::1]]:1",
+      "::::2181"};
   for (size_t i = 0; i < sizeof hbad / sizeof *hbad; i++)
     is(zkr__hosts_check(hbad[i]), ZKR_EBADCONN, "hosts '%s' refused", hbad[i]);
   is(zkr__hosts_check("h:1/"), ZKR_EBADPATH, "chroot '/' refused");
   is(zkr__hosts_check("h:1/a/"), ZKR_EBADPATH, "chroot '/a/' refused");
   is(zkr__hosts_check("h:1/a//b"), ZKR_EBADPATH, "chroot '/a//b' refused");
   is(zkr__hosts_check(NULL), ZKR_EBADCONN, "NULL hosts refused");
+
+  /* what the ZooKeeper C client is given: its getaddrinfo would get the
+   * brackets, and its strtol(..., 0) would read "0" as octal */
+  static const char *const conv[][2] = {
+      {"127.0.0.1:2181", "127.0.0.1:2181"},
+      {"[::1]:2181", "::1:2181"},
+      {"::1:2181", "::1:2181"},
+      {"a:1,[::1]:02181,[fe80::1]:3/ch/root", "a:1,::1:2181,fe80::1:3/ch/root"},
+      {"h:00010/a", "h:10/a"}};
+  for (size_t i = 0; i < sizeof conv / sizeof *conv; i++) {
+    char *c = zkr__hosts_client(conv[i][0]);
+    ok(zkr__hosts_check(conv[i][0]) == ZKR_OK && c &&
+           strcmp(c, conv[i][1]) == 0,
+       "client form of '%s' is '%s' (got '%s')", conv[i][0], conv[i][1],
+       c ? c : "NULL");
+    free(c);
+  }
 
   char *j = zkr__path_join("/", "a");
   ok(j && strcmp(j, "/a") == 0, "join / a");

@@ -36,7 +36,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-echo "1..22"
+echo "1..26"
 n=0
 ok() { # ok COND-STATUS DESCRIPTION
 	n=$((n + 1))
@@ -140,6 +140,36 @@ ok $? "restart $follower"
 
 sb --dir "$ens" wait-ready
 ok $? "wait-ready on the whole ensemble"
+
+# an ensemble that lost its quorum comes back when its servers are started
+# together (one at a time, a lone member never serves)
+for i in 1 2 3; do sb --dir "$ens" kill "$i"; done
+[ "$(sb --dir "$ens" status | awk '$4 == "stopped"' | wc -l)" -eq 3 ]
+ok $? "kill all three servers"
+
+t0=$SECONDS
+sb --dir "$ens" start-server 1 2 3 2>"$ZKR_SANDBOX_DIR/ss.err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(sb --dir "$ens" status | awk '$4 == "running" && $5 != "-"' | wc -l)" -eq 3 ]
+ok $? "start-server 1 2 3 brings the whole ensemble back (rc $rc, $((SECONDS - t0)) s)"
+if [ $rc -ne 0 ]; then diag "$(cat "$ZKR_SANDBOX_DIR/ss.err")"; fi
+
+if /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+	/usr/bin/python3 - "$(sb --dir "$ens" connstr)" <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+zk.create("/t-sandbox-after-quorum-loss", b"x")
+assert zk.get("/t-sandbox-after-quorum-loss")[0] == b"x"
+zk.stop()
+PY
+	ok $? "a client can write to the ensemble again"
+else
+	ok 0 "# SKIP python3-kazoo is not installed"
+fi
+
+sb --dir "$ens" start-server 1 9 >/dev/null 2>&1
+ok $(($? == 64 ? 0 : 1)) "start-server with a server the sandbox does not have: exit 64"
 
 pids=()
 for i in 1 2 3; do pids+=("$(sb --dir "$ens" pid "$i")"); done

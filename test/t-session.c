@@ -114,6 +114,12 @@ static void test_bad_arguments(const char *hosts) {
      "negative session timeout refused");
   is(zkr_session_opts_set_session_timeout(o, 0), ZKR_EINVAL,
      "zero session timeout refused");
+  is(zkr_session_opts_set_session_timeout(o, ZKR_SESSION_TIMEOUT_MIN - 1),
+     ZKR_EINVAL, "session timeout below 100 ms refused");
+  is(zkr_session_opts_set_session_timeout(o, ZKR_SESSION_TIMEOUT_MAX + 1),
+     ZKR_EINVAL, "session timeout of 2^30 ms refused (the C client overflows)");
+  is(zkr_session_opts_set_session_timeout(o, ZKR_SESSION_TIMEOUT_MAX), ZKR_OK,
+     "session timeout of 2^30-1 ms accepted");
   is(zkr_session_opts_set_connect_timeout(o, -5), ZKR_EINVAL,
      "negative connect timeout refused");
   is(zkr_session_opts_set_lost_fraction(o, 0.0), ZKR_EINVAL,

@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..50"
+echo "1..73"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -214,3 +214,50 @@ ok $? "the waiter gets the lock once the killed holder's session expires"
 ok $? "-t 0 on a free lock runs the command"
 [ "$(children "$root/a" "$root/env" "$root/mx" "$root/b" "$root/f" "$root/e" "$root/d" "$root/k" "$root/free")" = 0 ]
 ok $? "no contender node left in any lock used"
+
+# --- strict numbers and option errors (issue 17, item 7) ---
+usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
+  local d=$1 pat=$2; shift 2
+  "$zl" "$@" >"$tmp/us.out" 2>&1; local st=$?
+  [ $st -eq 64 ] && grep -qF -- "$pat" "$tmp/us.out"
+  ok $? "usage error exits 64 saying '$pat': $d (got $st: $(head -1 "$tmp/us.out"))"
+}
+usage_says "-t 0x10 (hexadecimal)" "invalid timeout '0x10'" -t 0x10 "$root/u" -- true
+usage_says "-t ' 5' (leading space)" "invalid timeout ' 5'" -t ' 5' "$root/u" -- true
+usage_says "-t +5 (sign)" "invalid timeout '+5'" -t +5 "$root/u" -- true
+usage_says "-t 1e3 (exponent)" "invalid timeout '1e3'" -t 1e3 "$root/u" -- true
+usage_says "-t 5. (no fraction digits)" "invalid timeout '5.'" -t 5. "$root/u" -- true
+usage_says "-t 0.0004 (positive, rounds to 0 ms)" "at least 0.001" -t 0.0004 "$root/u" -- true
+usage_says "--kill-after 0.0001" "invalid --kill-after" --kill-after 0.0001 "$root/u" -- true
+usage_says "-E ' 3'" "invalid conflict exit code" -E ' 3' "$root/u" -- true
+usage_says "--session-timeout 1" "100 to 1073741823" --session-timeout 1 "$root/u" -- true
+usage_says "--session-timeout 99" "100 to 1073741823" --session-timeout 99 "$root/u" -- true
+usage_says "--session-timeout 2^30" "100 to 1073741823" --session-timeout 1073741824 "$root/u" -- true
+usage_says "--session-timeout 0x100" "invalid session timeout" --session-timeout 0x100 "$root/u" -- true
+usage_says "an unknown option in a cluster is named" "unknown option '-x'" -vx "$root/u" -- true
+usage_says "a missing argument in a cluster is named" "option '-t' needs an argument" -vt
+usage_says "an abbreviated long option is named" "option '--timeout' needs an argument" --timeo
+usage_says "a long option given an argument it does not take" "option '--verbose' takes no argument" --verbose=2 "$root/u" -- true
+"$zl" -t "$(printf '1\033[2J')" "$root/u" -- true 2>"$tmp/esc.err"
+st=$?
+[ $st -eq 64 ] && grep -qF "'1\\x1b[2J'" "$tmp/esc.err" && ! grep -q "$(printf '\033')" "$tmp/esc.err"
+ok $? "a control character in an argument is escaped in the message (got $st: $(head -1 "$tmp/esc.err"))"
+"$zl" "$(printf '/a\tb')" -- true 2>"$tmp/esc2.err"
+st=$?
+[ $st -eq 64 ] && grep -qF "'/a\\tb'" "$tmp/esc2.err" && ! grep -q "$(printf '\t')" "$tmp/esc2.err"
+ok $? "a control character in the lock path is escaped in the message (got $st: $(head -1 "$tmp/esc2.err"))"
+[ "$(children "$root/u")" = 0 ]
+ok $? "the refused options created nothing"
+
+# the bounds themselves work against the server (which clamps them to its
+# [2, 20] ticks); 1073741824 used to fail as "cannot reach ZooKeeper"
+"$zl" --session-timeout 100 "$root/st" -- true
+ok $? "--session-timeout 100: acquired, command run"
+"$zl" -t 0.0005 "$root/st" -- true 2>/dev/null
+st=$?
+[ $st -eq 0 ] || [ $st -eq 1 ]
+ok $? "-t 0.0005 (rounds to 1 ms) is accepted (got $st: acquired, or not within 1 ms)"
+"$zl" --session-timeout 1073741823 "$root/st" -- true
+ok $? "--session-timeout 1073741823 (2^30-1): acquired, command run"
+"$zl" -t 5.25 --kill-after 0.5 "$root/st" -- true
+ok $? "-t 5.25 --kill-after 0.5 accepted"

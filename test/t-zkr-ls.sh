@@ -10,7 +10,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-ls-$$"
-echo "1..16"
+echo "1..33"
 
 "$zls" "$root/none" >"$tmp/none.out"
 st=$?
@@ -143,3 +143,131 @@ ok $(($? == 64 ? 0 : 1)) "path with //: exit 64"
 ok $(($? == 64 ? 0 : 1)) "unknown option: exit 64"
 "$zls" -s 127.0.0.1:1 --connect-timeout 1000 "$root/q" >/dev/null 2>&1
 ok $(($? == 69 ? 0 : 1)) "no server reachable: exit 69"
+
+# --- -r over a hostile tree (issue 17, item 6) ---
+# aa, batches/1718409600/job and zz hold a lock each; "locked" may not be
+# read (world:anyone create+delete only) and hides a lock; "long/..." holds
+# a lock at a path over 1024 bytes; 1718409600 is a persistent node with a
+# sequence-like name (a Unix time), not a contender.
+w="$root/walk"
+long="$w/long/$(printf 'a%.0s' {1..300})/$(printf 'b%.0s' {1..300})/$(printf 'c%.0s' {1..300})/$(printf 'd%.0s' {1..300})"
+/usr/bin/python3 - "$hosts" "$w" "$long" "$root/utf" "$tmp/fixture.ready" <<'PY' &
+import sys, time
+from kazoo.client import KazooClient
+from kazoo.security import make_acl
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+w, long, utf, ready = sys.argv[2:6]
+def lock(path, data):
+    zk.create(path + "/_c_0-lock-", data, ephemeral=True, sequence=True, makepath=True)
+lock(w + "/aa", b"host=h pid=1 id=aa")
+zk.ensure_path(w + "/batches/1718409600")
+lock(w + "/batches/1718409600/job", b"host=h pid=2 id=batch")
+zk.create(w + "/locked", acl=[make_acl("world", "anyone", create=True, delete=True)])
+zk.create(w + "/locked/job")
+zk.create(w + "/locked/job/_c_0-lock-", b"host=h pid=3 id=hidden", ephemeral=True, sequence=True)
+lock(long, b"host=h pid=4 id=long")
+lock(w + "/zz", b"host=h pid=5 id=zz")
+# UTF-8 (2, 3 and 4 bytes), control characters, '"' and '\', and bytes
+# that are not UTF-8: a lone 0xff, a truncated sequence, a surrogate
+lock(utf + "/\u00fcn\u00efc\u00f6d\u00e9",
+     b"host=h\xc3\xb6st pid=6 id=j\xc3\xb6b \xe2\x9c\x93\x01\x1f\x7f\n\"q\\ "
+     b"\xff\xc3(\xed\xa0\x80\xf0\x9f\x98\x80")
+open(ready, "w").close()
+time.sleep(60)
+PY
+fx=$!; pids+=($fx)
+wait_for 30 test -e "$tmp/fixture.ready"
+ok $? "fixture: locks, an unreadable node, a path over 1024 bytes, a persistent sequential node"
+
+"$zls" -r "$w" >"$tmp/w.out" 2>"$tmp/w.err"
+st=$?
+[ $st -eq 2 ]
+ok $? "-r over a tree with unreadable parts: exit 2, partial listing (got $st)"
+grep -q "^$w/aa: 1 contender" "$tmp/w.out" && grep -q "^$w/zz: 1 contender" "$tmp/w.out" &&
+  grep -q "^$w/batches/1718409600/job: 1 contender" "$tmp/w.out" &&
+  [ "$(grep -c 'contender' "$tmp/w.out")" -eq 3 ]
+ok $? "-r goes on past the skipped subtrees and lists the three readable locks"
+grep -q "warning: skipped $w/locked: .*authorized" "$tmp/w.err"
+ok $? "a warning names the unreadable node ($(head -1 "$tmp/w.err"))"
+grep -qF "warning: skipped $w/long/aaaa" "$tmp/w.err" && grep -q "longer than 1024 bytes" "$tmp/w.err"
+ok $? "a warning names the path over 1024 bytes"
+! grep -q "^$w/batches: " "$tmp/w.out" && ! grep -q "0x0 " "$tmp/w.out"
+ok $? "the persistent node 1718409600 is not shown as a contender of session 0x0"
+"$zls" "$w/batches" >"$tmp/b.out"
+[ $? -eq 0 ] && grep -q "^$w/batches: 0 contenders" "$tmp/b.out"
+ok $? "zkr-ls on the parent of the persistent node: 0 contenders"
+
+"$zls" -r --json "$w" >"$tmp/w.json" 2>/dev/null
+st=$?
+/usr/bin/python3 - "$tmp/w.json" "$w" <<'PY'
+import json, sys
+locks = json.load(open(sys.argv[1], encoding="utf-8"))["locks"]
+w = sys.argv[2]
+got = {l["path"]: [(c["role"], c["id"]) for c in l["contenders"]] for l in locks}
+want = {w + "/aa": [("holder", "aa")], w + "/batches/1718409600/job": [("holder", "batch")],
+        w + "/zz": [("holder", "zz")]}
+assert got == want, got
+assert all(c["session"] != "0x0" for l in locks for c in l["contenders"]), locks
+PY
+[ $? -eq 0 ] && [ $st -eq 2 ]
+ok $? "-r --json: valid JSON with the three locks, exit 2"
+
+"$zls" -r "$w/locked" >"$tmp/l.out" 2>"$tmp/l.err"
+st=$?
+[ $st -eq 2 ] && grep -q "warning: skipped $w/locked" "$tmp/l.err" && grep -q "no locks under $w/locked (some subtrees skipped)" "$tmp/l.out"
+ok $? "-r on an unreadable PATH: warning, exit 2 (got $st)"
+"$zls" "$w/locked/job" >/dev/null 2>"$tmp/l1.err"
+st=$?
+"$zls" "$w/locked" >/dev/null 2>"$tmp/l2.err"
+st2=$?
+[ $st -eq 0 ] && [ $st2 -eq 1 ] && grep -q "authorized" "$tmp/l2.err"
+ok $? "without -r: a readable lock below is listed ($st); the unreadable node is an error, exit 1 ($st2)"
+
+# --json: UTF-8 as is, control characters escaped, other bytes as \u00XX
+"$zls" --json "$root/utf/ünïcödé" >"$tmp/u.json"
+/usr/bin/python3 - "$tmp/u.json" "$root/utf" <<'PY'
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+text = raw.decode("utf-8")  # strict: the output is valid UTF-8
+assert "\u00fcn\u00efc\u00f6d\u00e9" in text, text       # as is, not escaped
+assert "\\u00ff" in text and "\\u0001" in text and "\\n" in text, text
+assert not any(b < 0x20 for b in raw.rstrip(b"\n")), raw  # no raw control bytes
+d = json.loads(text)
+assert d["path"] == sys.argv[2] + "/\u00fcn\u00efc\u00f6d\u00e9", d["path"]
+c = d["contenders"][0]
+assert c["host"] == "h\u00f6st", c["host"]
+want = ("j\u00f6b \u2713\x01\x1f\x7f\n\"q\\ " + "\u00ff" + "\u00c3(" +
+        "\u00ed\u00a0\u0080" + "\U0001f600")
+assert c["id"] == want, (c["id"], want)
+PY
+ok $? "--json: UTF-8 path and id as is, control characters escaped, invalid bytes as \\u00XX"
+
+# --- error messages: the option named, control characters escaped ---
+"$zls" -vv "$root" >/dev/null 2>"$tmp/vv.err"
+st=$?
+[ $st -eq 64 ] && grep -q "unknown option '-v'" "$tmp/vv.err"
+ok $? "an unknown option in a cluster is named (got $st: $(head -1 "$tmp/vv.err"))"
+"$zls" "$(printf '/a\033[2Jb')" >/dev/null 2>"$tmp/esc.err"
+st=$?
+[ $st -eq 64 ] && grep -qF '/a\x1b[2Jb:' "$tmp/esc.err" && ! grep -q "$(printf '\033')" "$tmp/esc.err"
+ok $? "a control character in PATH is escaped in the message (got $st: $(head -1 "$tmp/esc.err"))"
+kill $fx 2>/dev/null; wait $fx 2>/dev/null
+
+# --- IPv6 loopback: [::1]:PORT as documented, and ::1:PORT ---
+if ip -6 addr show lo 2>/dev/null | grep -q 'inet6 ::1/'; then
+  trap '"$ZKR_SANDBOX" --dir "$tmp/v6" stop >/dev/null 2>&1; testlib_cleanup' EXIT
+  v6=$("$ZKR_SANDBOX" --dir "$tmp/v6" start --client-address ::1 2>"$tmp/v6.err")
+  [[ $v6 =~ ^\[::1\]:[0-9]+$ ]]
+  ok $? "a sandbox listening on ::1 only ($v6)"
+  "$zls" -s "$v6" --connect-timeout 5000 / >/dev/null 2>"$tmp/v6a.err"
+  ok $? "zkr-ls -s [::1]:PORT connects ($(head -1 "$tmp/v6a.err"))"
+  "$zls" -s "::1:${v6##*:}" --connect-timeout 5000 / >/dev/null 2>"$tmp/v6b.err"
+  ok $? "zkr-ls -s ::1:PORT connects ($(head -1 "$tmp/v6b.err"))"
+  "$zl" -s "$v6,127.0.0.1:1" --connect-timeout 5000 "$root/v6" -- sh -c 'test "$ZKR_FENCING_TOKEN" -gt 0'
+  ok $? "zkr-lock -s [::1]:PORT,... takes the lock and runs the command"
+  "$ZKR_SANDBOX" --dir "$tmp/v6" stop
+else
+  for d in sandbox "zkr-ls [::1]" "zkr-ls ::1" "zkr-lock [::1]"; do
+    ok 0 "# SKIP no IPv6 loopback address on lo ($d)"
+  done
+fi

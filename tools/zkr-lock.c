@@ -112,19 +112,6 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Seconds as a non-negative decimal ("2", "0.5") to milliseconds. */
-static int parse_seconds(const char *s, int64_t *ms) {
-  if (!s || !*s || *s == '-' || *s == '+')
-    return -1;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v) || v < 0 || v > 1e9)
-    return -1;
-  *ms = (int64_t)llround(v * 1000.0);
-  return 0;
-}
-
 static void wake(void) {
   char c = 1;
   ssize_t w = write(wake_pipe[1], &c, 1);
@@ -269,26 +256,34 @@ int main(int argc, char **argv) {
       break;
     case 't':
       if (parse_seconds(optarg, &timeout_ms) != 0)
-        usage_error("invalid timeout '%s': seconds, 0 or more", optarg);
+        usage_error("invalid timeout '%s': seconds as a plain decimal, 0 "
+                    "(try once) or at least 0.001 (1 ms)",
+                    esc(optarg));
       break;
     case 'E':
       if (parse_long(optarg, 0, 255, &conflict) != 0)
-        usage_error("invalid conflict exit code '%s': 0 to 255", optarg);
+        usage_error("invalid conflict exit code '%s': 0 to 255", esc(optarg));
       break;
     case OPT_SESSION:
-      if (parse_long(optarg, 1, INT_MAX, &session_ms) != 0)
-        usage_error("invalid session timeout '%s': milliseconds", optarg);
+      if (parse_long(optarg, ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX,
+                     &session_ms) != 0)
+        usage_error("invalid session timeout '%s': milliseconds, %d to %d",
+                    esc(optarg), ZKR_SESSION_TIMEOUT_MIN,
+                    ZKR_SESSION_TIMEOUT_MAX);
       break;
     case OPT_CONNECT:
       if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
-        usage_error("invalid connect timeout '%s': milliseconds", optarg);
+        usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
+                    esc(optarg), INT_MAX);
       break;
     case OPT_ID:
       id = optarg;
       break;
     case OPT_KILL_AFTER:
       if (parse_seconds(optarg, &kill_after_ms) != 0)
-        usage_error("invalid --kill-after '%s': seconds, 0 or more", optarg);
+        usage_error("invalid --kill-after '%s': seconds as a plain decimal, "
+                    "0 or at least 0.001 (1 ms)",
+                    esc(optarg));
       break;
     case 'v':
       verbose++;
@@ -307,10 +302,8 @@ int main(int argc, char **argv) {
                   c == OPT_READ    ? "--read"
                   : c == OPT_WRITE ? "--write"
                                    : "--permits");
-    case ':':
-      usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
-      usage_error("unknown option '%s'", argv[optind - 1]);
+      option_error(c, argv, longopts);
     }
   }
   if (optind >= argc)
@@ -349,7 +342,8 @@ int main(int argc, char **argv) {
   if (rc == ZKR_OK)
     rc = zkr_mutex_opts_set_id(mo, id);
   if (rc == ZKR_EINVAL)
-    usage_error("invalid --id '%s': 1 to 256 bytes, no control characters", id);
+    usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
+                esc(id));
   if (rc == ZKR_OK)
     rc = zkr_mutex_opts_set_state_fn(mo, on_state, NULL);
   if (rc == ZKR_OK)
@@ -376,7 +370,7 @@ int main(int argc, char **argv) {
   rc = zkr_session_new(&s, servers, so);
   zkr_session_opts_free(so);
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
-    usage_error("invalid servers '%s': %s", servers, zkr_strerror(rc));
+    usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {
     msg("cannot reach ZooKeeper at %s: %s", servers, zkr_strerror(rc));
     zkr_mutex_opts_free(mo);
@@ -390,7 +384,7 @@ int main(int argc, char **argv) {
   if (rc != ZKR_OK) {
     zkr_session_close(s);
     if (rc == ZKR_EBADPATH)
-      usage_error("invalid lock path '%s': %s", path, zkr_strerror(rc));
+      usage_error("invalid lock path '%s': %s", esc(path), zkr_strerror(rc));
     msg("%s", zkr_strerror(rc));
     return EX_SOFTWARE;
   }

@@ -3,16 +3,18 @@
  *
  *   zkr-ls [-s HOSTS] [--json] [-r] PATH
  *
- * Reads zkr's and Curator's layouts alike (any child whose name ends in a
- * ZooKeeper sequence number is a contender); with -r, every lock in the
- * tree under PATH. Read-only: it creates, changes and watches nothing.
- * Exit status: 0; 64 usage; 69 no server reachable; 1 another error.
+ * Reads zkr's and Curator's layouts alike (any ephemeral child whose name
+ * ends in a ZooKeeper sequence number is a contender; a persistent node is
+ * never one); with -r, every lock in the tree under PATH, skipping with a
+ * warning the subtrees it may not read or whose paths are too long for the
+ * library. Read-only: it creates, changes and watches nothing.
+ * Exit status: 0; 2 -r listed the rest but skipped some subtrees; 64 usage;
+ * 69 no server reachable; 1 another error.
  */
 #include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -29,6 +31,10 @@ const char *prog = "zkr-ls";
 static int json;
 static int64_t op_timeout_ms = 10000;
 static int locks_shown;
+static int skipped; /* -r left out a subtree */
+
+#define EX_PARTIAL 2
+#define PATH_MAX_BYTES 1024 /* what the library accepts */
 
 static void help(void) {
   printf("Usage: %s [options] PATH\n"
@@ -45,7 +51,9 @@ static void help(void) {
          "  -h, --help                this help\n"
          "  -V, --version             print the zkr version\n"
          "\n"
-         "Exit status: 0; 64 usage; 69 no server reachable; 1 other errors.\n",
+         "Exit status: 0; 2 with -r, some subtrees could not be listed and\n"
+         "were skipped (warnings on stderr; the rest was listed); 64 usage;\n"
+         "69 no server reachable; 1 other errors.\n",
          prog);
 }
 
@@ -98,19 +106,6 @@ static int parse_owner(const char *data, struct owner *o) {
   return 1;
 }
 
-static void json_string(const char *s) {
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-    if (*p == '"' || *p == '\\')
-      printf("\\%c", *p);
-    else if (*p < 0x20 || *p >= 0x7f)
-      printf("\\u%04x", *p); /* bytes as Latin-1: data may be binary */
-    else
-      putchar(*p);
-  }
-  putchar('"');
-}
-
 /* Printable form of arbitrary node data for the table. */
 static void shown_data(const char *data, char *buf, size_t len) {
   size_t k = 0;
@@ -137,32 +132,32 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
   int64_t now = wall_ms();
   if (json) {
     printf("{\"path\":");
-    json_string(path);
+    json_string(stdout, path);
     printf(",\"contenders\":[");
     for (size_t i = 0; i < n; i++) {
       struct owner o;
       int ours = parse_owner(p[i].data, &o);
       printf("%s{\"position\":%zu,\"node\":", i ? "," : "", i + 1);
-      json_string(p[i].node);
+      json_string(stdout, p[i].node);
       printf(",\"seq\":%" PRId32 ",\"role\":\"%s\",\"token\":%" PRId64
              ",\"session\":\"0x%" PRIx64 "\"",
              p[i].seq, p[i].is_holder ? "holder" : "waiter", p[i].czxid,
              (uint64_t)p[i].session_id);
       if (ours) {
         printf(",\"host\":");
-        json_string(o.host);
+        json_string(stdout, o.host);
         printf(",\"pid\":%ld,\"id\":", o.pid);
-        json_string(o.id);
+        json_string(stdout, o.id);
       }
       printf(",\"data\":");
-      json_string(p[i].data);
+      json_string(stdout, p[i].data);
       printf(",\"queued_at_ms\":%" PRId64 ",\"age_ms\":%" PRId64 "}",
              p[i].ctime_ms, now - p[i].ctime_ms > 0 ? now - p[i].ctime_ms : 0);
     }
     printf("]}");
     return;
   }
-  printf("%s: %zu contender%s%s\n", path, n, n == 1 ? "" : "s",
+  printf("%s: %zu contender%s%s\n", esc(path), n, n == 1 ? "" : "s",
          n ? "" : " (free)");
   if (n == 0)
     return;
@@ -187,63 +182,149 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
     printf("%-4zu %-6s %010" PRId32 "  %-12" PRId64
            " %-18s %-8s %-16s %-16s %-7s %s\n",
            i + 1, p[i].is_holder ? "holder" : "waiter", p[i].seq, p[i].czxid,
-           sess, age, id, host, pid, p[i].node);
+           sess, age, id, host, pid, esc(p[i].node));
   }
 }
 
 static int fail(int rc, const char *what, const char *path) {
-  fprintf(stderr, "%s: %s %s: %s\n", prog, what, path, zkr_strerror(rc));
+  fprintf(stderr, "%s: %s %s: %s\n", prog, what, esc(path), zkr_strerror(rc));
   return rc == ZKR_EBADPATH ? EX_USAGE : 1;
 }
 
-static int list_one(zkr_session *s, const char *path, int always) {
+/* -r: leave out the subtree at @path, with a warning. */
+static void skip(const char *path, const char *why) {
+  fprintf(stderr, "%s: warning: skipped %s: %s\n", prog, esc(path), why);
+  skipped = 1;
+}
+
+/* Whether -r goes on after @rc for a node of the tree: the node may not be
+ * read (no READ permission), or its path is one the library refuses. */
+static int skippable(int rc) {
+  return rc == ZKR_ENOAUTH || rc == ZKR_EBADPATH;
+}
+
+/* The contenders of the lock at @path: zkr_mutex_participants() without
+ * the persistent nodes (ephemeralOwner 0: a sequential name alone, such as
+ * a Unix time, does not make a contender). */
+static int queue_of(zkr_session *s, const char *path, zkr_participant **out,
+                    size_t *count) {
   zkr_participant *p = NULL;
   size_t n = 0;
   int rc = zkr_mutex_participants(s, path, op_timeout_ms, &p, &n);
   if (rc != ZKR_OK)
-    return fail(rc, "cannot read", path);
-  if (n > 0 || always) {
-    if (json && locks_shown)
-      putchar(',');
-    show_queue(path, p, n);
-    if (!json && !always)
-      putchar('\n');
-    locks_shown++;
+    return rc;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i].session_id == 0) {
+      free(p[i].node);
+      free(p[i].data);
+      continue;
+    }
+    p[k] = p[i];
+    p[k++].is_holder = 0;
   }
+  if (k > 0)
+    p[0].is_holder = 1;
+  *out = p;
+  *count = k;
+  return ZKR_OK;
+}
+
+static void show(const char *path, const zkr_participant *p, size_t n,
+                 int always) {
+  if (n == 0 && !always)
+    return;
+  if (json && locks_shown)
+    putchar(',');
+  show_queue(path, p, n);
+  if (!json && !always)
+    putchar('\n');
+  locks_shown++;
+}
+
+static int list_one(zkr_session *s, const char *path) {
+  zkr_participant *p = NULL;
+  size_t n = 0;
+  int rc = queue_of(s, path, &p, &n);
+  if (rc != ZKR_OK)
+    return fail(rc, "cannot read", path);
+  show(path, p, n, 1);
   zkr_participants_free(p, n);
   return 0;
 }
 
-/* Every lock at or under @path, depth first, in name order. */
-static int walk(zkr_session *s, const char *path) {
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every lock at or under @path, depth first, in name order. A subtree
+ * that cannot be read is skipped with a warning (exit status 2 in the
+ * end); any other error ends the walk. */
+static int walk(zkr_session *s, const char *path, int top) {
   if (strcmp(path, "/zookeeper") == 0)
     return 0;
+  if (!top && strlen(path) > PATH_MAX_BYTES) {
+    skip(path, "path longer than 1024 bytes");
+    return 0;
+  }
   char **kids = NULL;
   size_t n = 0;
   int rc = zkr_session_children(s, path, op_timeout_ms, &kids, &n);
   if (rc == ZKR_ENONODE)
     return 0; /* gone meanwhile */
+  if (rc != ZKR_OK && skippable(rc) && !(top && rc == ZKR_EBADPATH)) {
+    skip(path, zkr_strerror(rc));
+    return 0;
+  }
   if (rc != ZKR_OK)
     return fail(rc, "cannot list", path);
-  int status = 0, is_lock = 0;
+  int is_lock = 0;
   for (size_t i = 0; i < n; i++)
     if (has_seq(kids[i]))
       is_lock = 1;
-  if (is_lock)
-    status = list_one(s, path, 0);
+  zkr_participant *p = NULL;
+  size_t np = 0;
+  char **ephemeral = NULL; /* the contenders' names, sorted */
+  if (is_lock) {
+    rc = queue_of(s, path, &p, &np);
+    if (rc != ZKR_OK && skippable(rc)) {
+      skip(path, zkr_strerror(rc)); /* its queue; its subtree goes on */
+    } else if (rc != ZKR_OK) {
+      zkr_children_free(kids, n);
+      return fail(rc, "cannot read", path);
+    } else {
+      show(path, p, np, 0);
+      ephemeral = calloc(np ? np : 1, sizeof *ephemeral);
+      if (!ephemeral) {
+        zkr_participants_free(p, np);
+        zkr_children_free(kids, n);
+        return fail(ZKR_ENOMEM, "cannot list", path);
+      }
+      for (size_t i = 0; i < np; i++)
+        ephemeral[i] = p[i].node;
+      qsort(ephemeral, np, sizeof *ephemeral, name_cmp);
+    }
+  }
+  int status = 0;
   for (size_t i = 0; i < n && status == 0; i++) {
-    if (has_seq(kids[i]))
-      continue; /* a contender: no children of its own */
+    /* a contender has no children; a node with a sequential name that is
+     * not one (persistent) is walked like any other, and so is every child
+     * when the queue could not be read (a contender's list is empty) */
+    if (ephemeral &&
+        bsearch(&kids[i], ephemeral, np, sizeof *ephemeral, name_cmp))
+      continue;
     size_t len = strlen(path) + strlen(kids[i]) + 2;
     char *child = malloc(len);
     if (!child) {
-      status = 1;
+      status = fail(ZKR_ENOMEM, "cannot list", path);
       break;
     }
     snprintf(child, len, "%s/%s", strcmp(path, "/") == 0 ? "" : path, kids[i]);
-    status = walk(s, child);
+    status = walk(s, child, 0);
     free(child);
   }
+  free(ephemeral);
+  zkr_participants_free(p, np);
   zkr_children_free(kids, n);
   return status;
 }
@@ -276,7 +357,8 @@ int main(int argc, char **argv) {
       break;
     case OPT_CONNECT:
       if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
-        usage_error("invalid connect timeout '%s': milliseconds", optarg);
+        usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
+                    esc(optarg), INT_MAX);
       break;
     case 'h':
       help();
@@ -284,20 +366,18 @@ int main(int argc, char **argv) {
     case 'V':
       printf("zkr-ls (zkr) %s\n", zkr_version());
       return 0;
-    case ':':
-      usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
-      usage_error("unknown option '%s'", argv[optind - 1]);
+      option_error(c, argv, longopts);
     }
   }
   if (optind >= argc)
     usage_error("missing PATH");
   if (optind + 1 < argc)
-    usage_error("one PATH only (extra '%s')", argv[optind + 1]);
+    usage_error("one PATH only (extra '%s')", esc(argv[optind + 1]));
   const char *path = argv[optind];
   /* the library checks the rest once connected (also exit 64) */
   if (path[0] != '/')
-    usage_error("invalid path '%s': %s", path, zkr_strerror(ZKR_EBADPATH));
+    usage_error("invalid path '%s': %s", esc(path), zkr_strerror(ZKR_EBADPATH));
 
   zkr_session_opts *so = NULL;
   int rc = zkr_session_opts_new(&so);
@@ -311,23 +391,26 @@ int main(int argc, char **argv) {
     rc = zkr_session_new(&s, servers, so);
   zkr_session_opts_free(so);
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
-    usage_error("invalid servers '%s': %s", servers, zkr_strerror(rc));
+    usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {
-    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog, servers,
-            zkr_strerror(rc));
+    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog,
+            esc(servers), zkr_strerror(rc));
     return rc == ZKR_ENOMEM ? 1 : EX_UNAVAILABLE;
   }
   int status;
   if (recursive) {
     if (json)
       printf("{\"locks\":[");
-    status = walk(s, path);
+    status = walk(s, path, 1);
     if (json)
       printf("]}\n");
     else if (status == 0 && locks_shown == 0)
-      printf("no locks under %s\n", path);
+      printf("no locks under %s%s\n", esc(path),
+             skipped ? " (some subtrees skipped)" : "");
+    if (status == 0 && skipped)
+      status = EX_PARTIAL;
   } else {
-    status = list_one(s, path, 1);
+    status = list_one(s, path);
     if (json)
       putchar('\n');
   }

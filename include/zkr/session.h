@@ -74,11 +74,23 @@ ZKR_EXTERN int zkr_session_opts_new(zkr_session_opts **out);
 ZKR_EXTERN void zkr_session_opts_free(zkr_session_opts *opts);
 
 /**
+ * The session timeouts zkr_session_opts_set_session_timeout() accepts, in
+ * milliseconds. Until the server has answered, the ZooKeeper C client uses
+ * the requested value itself: it gives up on a connection attempt after
+ * 2/3 of it (computed as ms * 2 / 3 in an int, which overflows from 2^30
+ * on, so every attempt then fails at once), and pauses ms / 60 between
+ * rounds over the servers (0, a busy loop, below 60 ms).
+ */
+#define ZKR_SESSION_TIMEOUT_MIN 100
+#define ZKR_SESSION_TIMEOUT_MAX 1073741823 /* 2^30 - 1 */
+
+/**
  * zkr_session_opts_set_session_timeout - the session timeout to request, in
- * milliseconds (the server clamps it to its own [min, max]; the negotiated
- * value is zkr_session_timeout()).
+ * milliseconds (the server clamps it to its own [min, max], by default
+ * [2, 20] times its tickTime; the negotiated value is
+ * zkr_session_timeout()).
  * Returns ZKR_OK, or ZKR_EINVAL if @opts is NULL or @ms is not in
- * [1, 2^31-1].
+ * [ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX] = [100, 2^30-1].
  */
 ZKR_EXTERN int zkr_session_opts_set_session_timeout(zkr_session_opts *opts,
                                                     int ms);
