@@ -15,77 +15,6 @@
 #include "zkr-private.h"
 #include "zkt.h"
 
-static char dir[512];
-static pid_t proxy_pid;
-
-static void proxy_cmd(const char *cmd) {
-  char tmp[600], ctl[600];
-  snprintf(tmp, sizeof tmp, "%s/control.tmp", dir);
-  snprintf(ctl, sizeof ctl, "%s/control", dir);
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    tap_bail("cannot write %s", tmp);
-  fprintf(f, "%s\n", cmd);
-  fclose(f);
-  rename(tmp, ctl);
-}
-
-/* Is there a line starting with @prefix in the proxy's event file? */
-static int event_seen(const char *prefix) {
-  char ev[600], line[512];
-  snprintf(ev, sizeof ev, "%s/events", dir);
-  FILE *f = fopen(ev, "r");
-  if (!f)
-    return 0;
-  int found = 0;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, prefix, strlen(prefix)) == 0)
-      found++;
-  fclose(f);
-  return found;
-}
-
-struct evw {
-  const char *prefix;
-  int n;
-};
-static int events_at_least(void *arg) {
-  struct evw *w = arg;
-  return event_seen(w->prefix) >= w->n;
-}
-
-static int start_proxy(const char *target) {
-  const char *b = getenv("abs_top_builddir");
-  char bin[512], portf[600], ctl[600], ev[600];
-  snprintf(bin, sizeof bin, "%s/test/zkproxy", b ? b : ".");
-  if (access(bin, X_OK) != 0)
-    tap_skip_all("test/zkproxy is not built");
-  snprintf(portf, sizeof portf, "%s/port", dir);
-  snprintf(ctl, sizeof ctl, "%s/control", dir);
-  snprintf(ev, sizeof ev, "%s/events", dir);
-  proxy_pid = fork();
-  if (proxy_pid == 0) {
-    if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout))
-      _exit(1);
-    execl(bin, bin, "--listen", "0", "--target", target, "--port-file", portf,
-          "--control-file", ctl, "--event-file", ev, (char *)NULL);
-    _exit(127);
-  }
-  int64_t end = zkt_now_ms() + 10000;
-  while (zkt_now_ms() < end) {
-    FILE *f = fopen(portf, "r");
-    int port = 0;
-    if (f) {
-      int got = fscanf(f, "%d", &port);
-      fclose(f);
-      if (got == 1 && port > 0)
-        return port;
-    }
-    usleep(10000);
-  }
-  tap_bail("the proxy did not start");
-}
-
 static int nchildren(zkr_session *s, const char *path) {
   zkr__result r;
   memset(&r, 0, sizeof r);
@@ -108,13 +37,7 @@ static int children_are(void *arg) {
 int main(void) {
   tap_init(180);
   const char *hosts = zkt_start(1);
-  const char *sd = getenv("ZKR_SANDBOX_DIR");
-  snprintf(dir, sizeof dir, "%s/proxy", sd ? sd : "/tmp");
-  char mk[600];
-  snprintf(mk, sizeof mk, "mkdir -p '%s'", dir);
-  if (system(mk) != 0)
-    tap_bail("mkdir %s", dir);
-  int port = start_proxy(hosts);
+  int port = zkt_proxy_start(hosts);
   char via[64];
   snprintf(via, sizeof via, "127.0.0.1:%d", port);
   const char *root = zkt_root("t-mutex-connloss");
@@ -136,13 +59,12 @@ int main(void) {
   zkr_mutex *m = NULL;
   zkr_mutex_new(&m, s, path, NULL);
   zkr__zk_create_parents(admin, path, zkr__deadline(5000));
-  proxy_cmd("cut-after-request create2");
-  struct evw done1 = {"done cut-after-request", 1};
-  ok(zkt_wait_for(events_at_least, &done1, 5000), "proxy armed");
+  zkt_proxy_cmd("cut-after-request create2");
+  ok(zkt_proxy_wait("done cut-after-request", 1, 5000), "proxy armed");
   is(zkr_mutex_acquire(m, 15000), ZKR_OK,
      "acquire succeeds although the create's reply was cut");
-  ok(event_seen("fired create2"), "the proxy cut the connection after the "
-                                  "create reached the server");
+  ok(zkt_proxy_seen("fired create2"), "the proxy cut the connection after the "
+                                      "create reached the server");
   is(zkr_session_id(s), sid, "same session after reconnecting");
   is(nchildren(admin, path), 1, "exactly one node: no orphan");
   char node[600];
@@ -163,19 +85,17 @@ int main(void) {
   zkr_mutex *h = NULL;
   zkr_mutex_new(&h, admin, path, NULL);
   is(zkr_mutex_acquire(h, -1), ZKR_OK, "another session holds the lock");
-  proxy_cmd("cut-after-request create2\nrefuse");
-  struct evw done2 = {"done refuse", 1};
-  ok(zkt_wait_for(events_at_least, &done2, 5000), "proxy armed, refusing "
-                                                  "reconnections");
+  zkt_proxy_cmd("cut-after-request create2\nrefuse");
+  ok(zkt_proxy_wait("done refuse", 1, 5000), "proxy armed, refusing "
+                                             "reconnections");
   is(zkr_mutex_acquire(m, 1500), ZKR_ETIMEDOUT,
      "the acquisition times out while it cannot reconnect");
-  struct evw fired2 = {"fired create2", 2};
-  ok(zkt_wait_for(events_at_least, &fired2, 1000),
+  ok(zkt_proxy_wait("fired create2", 2, 1000),
      "its create had reached the server");
   is(nchildren(admin, path), 2,
      "so the server has its node (an orphan, "
      "for now)");
-  proxy_cmd("accept");
+  zkt_proxy_cmd("accept");
   struct nc one = {admin, path, 1};
   ok(zkt_wait_for(children_are, &one, 8000),
      "once reconnected, the orphan is deleted: only the holder's node");
@@ -189,9 +109,6 @@ int main(void) {
   zkr_session_close(s);
   ok(zkt_wait_for(children_are, &none, 10000), "no node left at the end");
   zkr_session_close(admin);
-  kill(proxy_pid, SIGTERM);
-  int st = 0;
-  waitpid(proxy_pid, &st, 0);
-  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "proxy exits cleanly");
+  is(zkt_proxy_stop(), 0, "proxy exits cleanly");
   return tap_done();
 }

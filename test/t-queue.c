@@ -2,7 +2,8 @@
  * hold rule with N > 1 and a children-watch wait, two policies on one path
  * (a reader-like rule that only some contenders block), cancel and
  * time-out of a children-watch waiter leaving no node and no watch, one
- * session woken per departure, requeue after a loss, the result callback
+ * session woken per departure, requeue after a loss, adoption of a node
+ * whose create reply was lost (test/zkproxy), the result callback
  * exactly once when the session closes, and the errors of creating the
  * queue's parent. Each recipe's own tests add only the tests of its rule. */
 #include "config.h"
@@ -398,6 +399,53 @@ static void test_parent_errors(void) {
   zkr_session_close(s);
 }
 
+/* ---- a create whose reply was lost, with a children-watch policy ---- */
+
+static void test_lost_reply(void) {
+  const char *path = qpath("adopt");
+  int port = zkt_proxy_start(hosts);
+  char via[64];
+  snprintf(via, sizeof via, "127.0.0.1:%d", port);
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, 10000);
+  is(zkr_session_new(&s, via, o), ZKR_OK, "a session through the proxy");
+  zkr_session_opts_free(o);
+  if (!s)
+    return;
+  int64_t sid = zkr_session_id(s);
+  zkr__queue *h1 = mkq(admin, path, &two_policy);
+  zkr__queue *q = mkq(s, path, &two_policy);
+  zkr__queue_start(h1, -1, NULL, NULL);
+  is(zkr__queue_wait(h1), ZKR_OK, "one lease held by another session");
+  zkt_proxy_cmd("cut-after-request create2");
+  ok(zkt_proxy_wait("done cut-after-request", 1, 5000), "proxy armed");
+  zkr__queue_start(q, 15000, NULL, NULL);
+  is(zkr__queue_wait(q), ZKR_OK,
+     "the second lease is held although its create's reply was cut");
+  ok(zkt_proxy_seen("fired create2"), "the create had reached the server");
+  is(zkr_session_id(s), sid, "same session after reconnecting");
+  is(nchildren(path), 2, "two nodes: the holder's and ours, no orphan");
+  char node[600];
+  int64_t token = 0;
+  zkr__queue_info(q, &token, node, sizeof node, NULL);
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  is(zkr__zk_exists(admin, node, zkr__deadline(5000), &r), ZKR_OK,
+     "the adopted node is the one on the server");
+  ok(r.stat.ephemeralOwner == sid && token == r.stat.czxid,
+     "owned by our session, its czxid the fencing token");
+  zkr__queue_release(q);
+  zkr__queue_release(h1);
+  zkr__queue_free(q);
+  zkr__queue_free(h1);
+  zkr_session_close(s);
+  struct nc none = {path, 0};
+  ok(zkt_wait_for(children_are, &none, 10000), "no node left");
+  is(zkt_proxy_stop(), 0, "proxy exits cleanly");
+}
+
 int main(void) {
   tap_init(240);
   hosts = zkt_start(1);
@@ -409,6 +457,7 @@ int main(void) {
   test_requeue();
   test_close_while_waiting();
   test_parent_errors();
+  test_lost_reply();
   zkr_session_close(admin);
   return tap_done();
 }

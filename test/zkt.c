@@ -4,10 +4,14 @@
 
 #include "zkr-private.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -172,4 +176,96 @@ int zkt_expire(const char *hosts, zkr_session *s) {
     }
   }
   return -1;
+}
+
+/* ---- test/zkproxy, driven through its control and event files ---- */
+
+static char proxy_dir[512];
+static pid_t proxy_pid;
+
+void zkt_proxy_cmd(const char *cmd) {
+  char tmp[600], ctl[600];
+  snprintf(tmp, sizeof tmp, "%s/control.tmp", proxy_dir);
+  snprintf(ctl, sizeof ctl, "%s/control", proxy_dir);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    tap_bail("cannot write %s", tmp);
+  fprintf(f, "%s\n", cmd);
+  fclose(f);
+  rename(tmp, ctl);
+}
+
+int zkt_proxy_seen(const char *prefix) {
+  char ev[600], line[512];
+  snprintf(ev, sizeof ev, "%s/events", proxy_dir);
+  FILE *f = fopen(ev, "r");
+  if (!f)
+    return 0;
+  int found = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, prefix, strlen(prefix)) == 0)
+      found++;
+  fclose(f);
+  return found;
+}
+
+struct seen {
+  const char *prefix;
+  int n;
+};
+static int seen_at_least(void *arg) {
+  struct seen *w = arg;
+  return zkt_proxy_seen(w->prefix) >= w->n;
+}
+
+int zkt_proxy_wait(const char *prefix, int n, int64_t timeout_ms) {
+  struct seen w = {prefix, n};
+  return zkt_wait_for(seen_at_least, &w, timeout_ms);
+}
+
+int zkt_proxy_start(const char *target) {
+  const char *b = getenv("abs_top_builddir");
+  const char *sd = getenv("ZKR_SANDBOX_DIR");
+  char bin[512], portf[600], ctl[600], ev[600];
+  snprintf(proxy_dir, sizeof proxy_dir, "%s/proxy-%ld", sd ? sd : "/tmp",
+           (long)getpid());
+  if (mkdir(proxy_dir, 0700) != 0 && errno != EEXIST)
+    tap_bail("mkdir %s", proxy_dir);
+  snprintf(bin, sizeof bin, "%s/test/zkproxy", b ? b : ".");
+  if (access(bin, X_OK) != 0)
+    tap_skip_all("test/zkproxy is not built");
+  snprintf(portf, sizeof portf, "%s/port", proxy_dir);
+  snprintf(ctl, sizeof ctl, "%s/control", proxy_dir);
+  snprintf(ev, sizeof ev, "%s/events", proxy_dir);
+  proxy_pid = fork();
+  if (proxy_pid == 0) {
+    if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout))
+      _exit(1);
+    execl(bin, bin, "--listen", "0", "--target", target, "--port-file", portf,
+          "--control-file", ctl, "--event-file", ev, (char *)NULL);
+    _exit(127);
+  }
+  int64_t end = zkt_now_ms() + 10000;
+  while (zkt_now_ms() < end) {
+    FILE *f = fopen(portf, "r");
+    int port = 0;
+    if (f) {
+      int got = fscanf(f, "%d", &port);
+      fclose(f);
+      if (got == 1 && port > 0)
+        return port;
+    }
+    usleep(10000);
+  }
+  tap_bail("the proxy did not start");
+}
+
+int zkt_proxy_stop(void) {
+  if (proxy_pid <= 0)
+    return -1;
+  kill(proxy_pid, SIGTERM);
+  int st = 0;
+  waitpid(proxy_pid, &st, 0);
+  proxy_pid = 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

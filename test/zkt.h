@@ -32,4 +32,17 @@ int64_t zkt_now_ms(void);
  * @timeout_ms passes; returns whether it held. */
 int zkt_wait_for(int (*cond)(void *), void *arg, int64_t timeout_ms);
 
+/* test/zkproxy between the client and @target ("host:port"): returns the
+ * port it listens on (in a directory of its own under the sandbox's). */
+int zkt_proxy_start(const char *target);
+/* Send the proxy a command (see test/zkproxy.c: "cut-after-request OP",
+ * "refuse", "accept", ...). */
+void zkt_proxy_cmd(const char *cmd);
+/* How many lines of the proxy's event file start with @prefix; wait until
+ * at least @n do. */
+int zkt_proxy_seen(const char *prefix);
+int zkt_proxy_wait(const char *prefix, int n, int64_t timeout_ms);
+/* Stop the proxy; its exit status (0: clean). */
+int zkt_proxy_stop(void);
+
 #endif
