@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..73"
+echo "1..81"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -261,3 +261,43 @@ ok $? "-t 0.0005 (rounds to 1 ms) is accepted (got $st: acquired, or not within 
 ok $? "--session-timeout 1073741823 (2^30-1): acquired, command run"
 "$zl" -t 5.25 --kill-after 0.5 "$root/st" -- true
 ok $? "-t 5.25 --kill-after 0.5 accepted"
+
+# --- errors while creating the lock path: what they are, not "no such node" ---
+for p in "emoji$(printf '\xf0\x9f\x98\x80')" "c1$(printf '\xc2\x85')" \
+         "private$(printf '\xee\x80\x80')" "bad$(printf '\xff')"; do
+  "$zl" "$root/pe/$p" -- true 2>"$tmp/pe.err"
+  st=$?
+  [ $st -eq 64 ] && grep -q "invalid" "$tmp/pe.err"
+  ok $? "a path the server would refuse exits 64 (got $st: $(head -1 "$tmp/pe.err"))"
+done
+/usr/bin/python3 - "$hosts" "$root" <<'PY' >"$tmp/acl.out" 2>&1
+import sys
+from kazoo.client import KazooClient
+from kazoo.security import make_acl
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+zk.ensure_path(sys.argv[2])
+zk.create(sys.argv[2] + "/secure2", b"", acl=[make_acl("world", "anyone", read=True)])
+zk.stop()
+PY
+ok $? "a node readable by anyone, writable by no one ($(tail -1 "$tmp/acl.out"))"
+"$zl" "$root/secure2/job" -- touch "$tmp/ran" 2>"$tmp/acl.err"
+st=$?
+[ $st -eq 69 ] && grep -q "not authorized" "$tmp/acl.err" && [ ! -e "$tmp/ran" ]
+ok $? "a lock under it: 'not authorized', exit 69, command not run (got $st: $(head -1 "$tmp/acl.err"))"
+/usr/bin/python3 - "$hosts" "$root" <<'PY' >"$tmp/eph.out" 2>&1 &
+import sys, time
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+zk.ensure_path(sys.argv[2])
+zk.create(sys.argv[2] + "/eph", b"", ephemeral=True)
+print("created", flush=True)
+time.sleep(30)
+PY
+pids+=($!)
+wait_for 20 grep -q created "$tmp/eph.out"
+ok $? "another client's ephemeral node"
+"$zl" "$root/eph/job" -- touch "$tmp/ran" 2>"$tmp/eph.err"
+st=$?
+[ $st -eq 69 ] && grep -q "ephemeral" "$tmp/eph.err" && [ ! -e "$tmp/ran" ]
+ok $? "a lock under it says so, exit 69, command not run (got $st: $(head -1 "$tmp/eph.err"))"
+kill "${pids[-1]}" 2>/dev/null

@@ -461,7 +461,8 @@ int main(int argc, char **argv) {
     msg("cannot acquire %s: %s", path, zkr_strerror(arc));
     if (arc == ZKR_ESESSIONLOST || arc == ZKR_ECONNLOSS)
       return EX_TEMPFAIL;
-    if (arc == ZKR_ENOAUTH || arc == ZKR_ENONODE || arc == ZKR_EZK)
+    if (arc == ZKR_ENOAUTH || arc == ZKR_ENONODE || arc == ZKR_EZK ||
+        arc == ZKR_EEPHEMERAL)
       return EX_UNAVAILABLE;
     return EX_SOFTWARE;
   }
