@@ -651,6 +651,11 @@ static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
     s->session_id = sid;
     s->timeout_ms = zoo_recv_timeout(zh);
     s->suspended_at = 0;
+    if (ev == ZKR_EV_CONNECTED)
+      s->tick_at = zkr__now_ms(); /* a new session: no pause can have cost
+                                     it; the next tick is timed from here
+                                     (its negotiated timeout may be shorter
+                                     than the one the ticks used so far) */
     have_ev = 1;
     zkr__log(ZKR_LOG_INFO, "session 0x%llx %s (timeout %d ms)",
              (unsigned long long)sid,
@@ -787,10 +792,11 @@ static void drop_handle(zkr_session *s) {
   pthread_mutex_lock(&s->mu);
 }
 
-/* The manager ticks every sixth of the session timeout while a session is
- * open. A longer gap means the whole process was paused (SIGSTOP, swap, a
- * stalled VM): the ZooKeeper client's I/O thread was stopped too and could
- * not notice anything, so the session may have expired meanwhile. */
+/* The manager ticks every sixth of the session timeout, in every state. A
+ * longer gap while a session is open means the whole process was paused
+ * (SIGSTOP, swap, a stalled VM): the ZooKeeper client's I/O thread was stopped
+ * too and could not notice anything, so the session may have expired meanwhile.
+ */
 static int64_t tick_interval(const zkr_session *s) {
   int t = s->timeout_ms > 0 ? s->timeout_ms : s->opts.session_timeout;
   return t / 6 > 0 ? t / 6 : 1;
@@ -857,11 +863,11 @@ static void *manager_main(void *arg) {
     }
     if (s->timers && (deadline < 0 || s->timers->at < deadline))
       deadline = s->timers->at;
-    if (s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) {
-      int64_t tick = now + tick_interval(s);
-      if (deadline < 0 || tick < deadline)
-        deadline = tick;
-    }
+    /* Tick in every state: a tick that stopped while connecting would
+     * make the first tick after a slow connect look like a pause. */
+    int64_t tick = now + tick_interval(s);
+    if (deadline < 0 || tick < deadline)
+      deadline = tick;
     if (s->state == ZKR_STATE_SUSPENDED && s->timeout_ms > 0) {
       int64_t lost_at =
           s->suspended_at + (int64_t)(s->opts.lost_fraction * s->timeout_ms);

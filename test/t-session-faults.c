@@ -1,9 +1,12 @@
 /* A paused (SIGSTOPped) server: the session clock declares LOST on the
  * client side, before the server could have expired the session, and a
- * new session follows once the server is back. */
+ * new session follows once the server is back. And a connect that is slow
+ * because the server is stopped is not mistaken for a pause of this
+ * process. */
 #include "config.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,8 +64,55 @@ static int connecting(void *arg) {
   return zkr_session_state_get(arg) == ZKR_STATE_CONNECTING;
 }
 
+static void *resume_later(void *arg) {
+  usleep((useconds_t)(intptr_t)arg * 1000);
+  free(zkt_sandbox("resume 1"));
+  return NULL;
+}
+
+/* A connect slower than the session timeout (the server is stopped while
+ * the client connects) is not a pause of this process: the session that
+ * finally connects must be usable, not declared LOST at once. */
+static void slow_connect(const char *hosts, int renew) {
+  const int T2 = 3000;
+  nev = 0;
+  char *out = zkt_sandbox("pause 1");
+  ok(out != NULL, "server SIGSTOPped before connecting (renewal %s)",
+     renew ? "on" : "off");
+  free(out);
+  pthread_t th;
+  pthread_create(&th, NULL, resume_later, (void *)(intptr_t)(2 * T2));
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, T2);
+  zkr_session_opts_set_connect_timeout(o, 30000);
+  zkr_session_opts_set_renew(o, renew);
+  int64_t t0 = zkt_now_ms();
+  int rc = zkr_session_new(&s, hosts, o);
+  zkr_session_opts_free(o);
+  pthread_join(th, NULL);
+  is(rc, ZKR_OK, "the session connects once the server is back (%lld ms)",
+     (long long)(zkt_now_ms() - t0));
+  if (!s)
+    return;
+  zkr_session_add_listener(s, listener, NULL, NULL);
+  int64_t sid = zkr_session_id(s);
+  is(zkr_session_state_get(s), ZKR_STATE_CONNECTED, "it is CONNECTED");
+  usleep(3 * T2 / 2 * 1000);
+  is(zkr_session_state_get(s), ZKR_STATE_CONNECTED,
+     "and still CONNECTED %d ms later", 3 * T2 / 2);
+  is(zkr_session_id(s), sid, "the same session: it was not declared lost");
+  ok(!find_event(ZKR_EV_LOST, NULL, NULL), "no LOST event");
+  zkr__result res;
+  memset(&res, 0, sizeof res);
+  is(zkr__zk_exists(s, "/", zkr__deadline(5000), &res), ZKR_OK,
+     "operations work");
+  zkr_session_close(s);
+}
+
 int main(void) {
-  tap_init(120);
+  tap_init(180);
   const char *hosts = zkt_start(1);
   const int T = 6000;
   zkr_session *s = NULL;
@@ -123,5 +173,7 @@ int main(void) {
   pthread_mutex_unlock(&mu);
   ok(!bad_order, "the lost session never reconnects");
   zkr_session_close(s);
+  slow_connect(hosts, 0);
+  slow_connect(hosts, 1);
   return tap_done();
 }
