@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..81"
+echo "1..91"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -119,11 +119,14 @@ ok $? "the timed-out waiters left no node (only the holder's)"
 # --- -v: queue position, acquired, released ---
 "$zl" -v "$root/b" -- true 2>"$tmp/v.err" &
 v=$!; pids+=($v)
-wait_for 20 grep -q "position 2 of 2" "$tmp/v.err"
-ok $? "-v reports the queue position while waiting"
+wait_for 20 grep -q "waiting for $root/b: 1 ahead" "$tmp/v.err"
+ok $? "-v reports how many are ahead while waiting"
 
-# --- SIGINT while waiting ---
-"$zl" "$root/b" -- touch "$tmp/ran-int" &
+# --- SIGINT while waiting (a background job of a script starts with SIGINT
+# --- ignored, which zkr-lock keeps: so give it the default first) ---
+/usr/bin/python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$zl" "$root/b" -- touch "$tmp/ran-int" &
 w=$!; pids+=($w)
 wait_for 20 sh -c "'$zls' --json '$root/b' | grep -q '\"position\":3'"
 ok $? "a second waiter queued (position 3)"
@@ -301,3 +304,106 @@ st=$?
 [ $st -eq 69 ] && grep -q "ephemeral" "$tmp/eph.err" && [ ! -e "$tmp/ran" ]
 ok $? "a lock under it says so, exit 69, command not run (got $st: $(head -1 "$tmp/eph.err"))"
 kill "${pids[-1]}" 2>/dev/null
+
+# --- COMMAND runs in its own process group: a loss or zkr-lock's death
+# --- reaches its background children too ---
+delete_children() { # delete_children PATH: another client deletes the nodes
+  /usr/bin/python3 - "$hosts" "$1" <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+for c in zk.get_children(sys.argv[2]):
+    zk.delete(sys.argv[2] + "/" + c)
+zk.stop()
+PY
+}
+lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+# (its output away from the TAP stream: a subshell left running must not
+# hold the test's pipe open)
+"$zl" --kill-after 1 "$root/pg" -- sh -c \
+  "(echo \$\$ >'$tmp/pg.sub'; while :; do date +%s%N >>'$tmp/pg.log'; sleep 0.1; done) & wait" \
+  >/dev/null 2>"$tmp/pg.err" &
+p=$!; pids+=($p)
+wait_for 20 sh -c "[ \$(wc -l <'$tmp/pg.log') -ge 3 ]"
+ok $? "a command whose background subshell writes a log"
+delete_children "$root/pg"
+wait $p; st=$?
+[ $st -eq 75 ]
+ok $? "its lock node deleted by another client: exit 75 (got $st)"
+a=$(lines "$tmp/pg.log"); sleep 1.5; b=$(lines "$tmp/pg.log")
+[ "$a" = "$b" ]
+ok $? "the background subshell was stopped with the group (log $a lines, then $b)"
+[ -s "$tmp/pg.sub" ] && pids+=($(cat "$tmp/pg.sub"))
+"$zl" --session-timeout 2000 "$root/pk" -- sh -c \
+  "(sleep 60) & echo \$! >'$tmp/pk.pid'; wait" >/dev/null 2>&1 &
+p=$!; pids+=($p)
+wait_for 20 test -s "$tmp/pk.pid"
+bg=$(cat "$tmp/pk.pid")
+kill -9 $p
+wait_for 5 sh -c "! kill -0 $bg 2>/dev/null"
+ok $? "zkr-lock SIGKILLed: the command's background child dies too"
+pids+=($bg)
+
+# --- signals ignored at start stay ignored ---
+nohup "$zl" "$root/nh" -- sh -c "sleep 2; echo done >'$tmp/nh.out'" >/dev/null 2>"$tmp/nh.err" &
+p=$!; pids+=($p)
+sleep 0.7
+kill -HUP $p
+wait $p; st=$?
+[ $st -eq 0 ] && grep -q done "$tmp/nh.out"
+ok $? "nohup zkr-lock: SIGHUP is ignored, the command finishes, exit 0 (got $st)"
+sh -c "trap '' HUP INT; exec '$zl' '$root/ig' -- grep SigIgn /proc/self/status" >"$tmp/ig.out" 2>&1
+ign=$(awk '{print $2}' "$tmp/ig.out")
+[ -n "$ign" ] && [ $((0x$ign & 3)) -eq 3 ]
+ok $? "signals ignored by the caller (HUP, INT) are ignored in the command too (SigIgn $ign)"
+
+# --- in the foreground of a terminal, ^C reaches the command ---
+/usr/bin/python3 - "$zl" "$root/tty" >"$tmp/tty.out" 2>&1 <<'PY'
+import os, pty, sys, time, select
+zl, path = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(zl, [zl, path, "--", "sh", "-c",
+                  "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.1; done"])
+buf = b""
+def read_until(word, secs):
+    global buf
+    end = time.time() + secs
+    while word not in buf and time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                buf += os.read(fd, 1024)
+            except OSError:
+                break
+    return word in buf
+ok = read_until(b"ready", 20)
+os.write(fd, b"\x03")
+ok = ok and read_until(b"got-int", 10)
+_, st = os.waitpid(pid, 0)
+print("ready-and-int" if ok else "no", os.WEXITSTATUS(st) if os.WIFEXITED(st) else -1)
+PY
+grep -q "ready-and-int 3" "$tmp/tty.out"
+ok $? "^C in zkr-lock's terminal reaches the command, whose status (3) is returned ($(tail -1 "$tmp/tty.out"))"
+
+# --- -v costs no requests while waiting ---
+"$zl" "$root/vv" -- sleep 8 &
+h=$!; pids+=($h)
+sleep 1
+vw=()
+for i in 1 2 3 4 5; do
+  "$zl" -v "$root/vv" -- true 2>"$tmp/vv.$i" &
+  vw+=($!); pids+=($!)
+done
+wait_for 20 sh -c "grep -l 'ahead' '$tmp'/vv.* | wc -l | grep -qx 5"
+ok $? "five -v waiters report how many are ahead"
+p0=$("$ZKR_SANDBOX" 4lw 1 mntr | awk '$1 == "zk_packets_received" {print $2}')
+sleep 3
+p1=$("$ZKR_SANDBOX" 4lw 1 mntr | awk '$1 == "zk_packets_received" {print $2}')
+[ -n "$p0" ] && [ -n "$p1" ] && [ $((p1 - p0)) -lt 30 ]
+ok $? "while they wait for 3 s the server receives $((p1 - p0)) packets (pings; was several requests per waiter per second)"
+st=0
+for w in "${vw[@]}"; do wait $w || st=1; done
+wait $h
+[ $st -eq 0 ]
+ok $? "each -v waiter gets the lock in turn"

@@ -8,7 +8,22 @@
  * exists (so every thread inherits the mask) and takes them from a
  * signalfd; the library's callbacks (acquisition result, lock state) write
  * one byte to a pipe. One poll() loop serves both, first while waiting for
- * the lock, then while COMMAND runs.
+ * the lock, then while COMMAND runs. Signals ignored when zkr-lock starts
+ * (nohup's SIGHUP, a background job's SIGINT) are not taken: they stay
+ * ignored, in zkr-lock and in COMMAND.
+ *
+ * COMMAND runs in a process group of its own, under a small guard process:
+ *
+ *   zkr-lock --fork--> guard --fork--> COMMAND (process group leader)
+ *            life pipe:  the guard reads EOF when zkr-lock dies, however
+ *                        it dies (SIGKILL too), and SIGKILLs the group
+ *            status pipe: the guard tells COMMAND's pid, then its status
+ *
+ * so that on a lock loss zkr-lock signals the whole group (COMMAND's
+ * background children too), and on zkr-lock's death the guard does. When
+ * zkr-lock is in the foreground of its terminal, COMMAND's group is made
+ * the terminal's foreground group (so ^C reaches it) and zkr-lock's is
+ * made the foreground again when COMMAND ends.
  *
  * Exit status: COMMAND's (128+N if a signal N ended it); 1, or the
  * -E value, when the lock was not acquired in time; 64 usage; 69 no server
@@ -28,10 +43,12 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +74,25 @@ static const int handled[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                               SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM};
 
 static int wake_pipe[2] = {-1, -1};
+
+/* Which handled signals were ignored when zkr-lock started. */
+static int ignored_at_start[sizeof handled / sizeof handled[0]];
+
+static void note_ignored(void) {
+  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+    struct sigaction sa;
+    ignored_at_start[i] =
+        sigaction(handled[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+  }
+}
+
+/* In COMMAND, before exec: the dispositions and mask zkr-lock started
+ * with (ignored stays ignored, the rest default). */
+static void restore_signals(const sigset_t *oldmask) {
+  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+    signal(handled[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
+  sigprocmask(SIG_SETMASK, oldmask, NULL);
+}
 
 /* Written by library callbacks (event thread), read by the main thread
  * after a wake-up byte. */
@@ -86,16 +122,17 @@ static void help(void) {
       "                             once); default: wait without limit\n"
       "  -E, --conflict-exit-code N exit status when the lock is not\n"
       "                             acquired in time (default 1)\n"
-      "      --session-timeout MS   ZooKeeper session timeout (default "
-      "10000)\n"
+      "      --session-timeout MS   ZooKeeper session timeout, 100 to\n"
+      "                             1073741823 (default 10000)\n"
       "      --connect-timeout MS   how long to try to reach a server\n"
       "                             (default 10000; then exit 69)\n"
       "      --id TEXT              contender id stored in the lock node\n"
       "                             (default: COMMAND's name)\n"
       "      --kill-after SECONDS   if the lock is lost, SIGKILL COMMAND this\n"
       "                             long after SIGTERM (default 10)\n"
-      "  -v, --verbose              progress on stderr (queue position,\n"
-      "                             acquired, released)\n"
+      "  -v, --verbose              progress on stderr (contenders ahead,\n"
+      "                             acquired, released); -vv adds the\n"
+      "                             library's warnings, -vvv its log\n"
       "  -h, --help                 this help\n"
       "  -V, --version              print the zkr version\n"
       "\n"
@@ -197,21 +234,137 @@ static const char *base_name(const char *p) {
   return s && s[1] ? s + 1 : p;
 }
 
-/* Our place in the queue (1 = holder) and its length; 0 when unknown. */
-static void queue_position(zkr_session *s, const char *path, int *pos,
-                           int *len) {
-  *pos = 0;
-  *len = 0;
-  zkr_participant *p = NULL;
-  size_t n = 0;
-  if (zkr_mutex_participants(s, path, 2000, &p, &n) != ZKR_OK)
-    return;
-  int64_t sid = zkr_session_id(s);
-  for (size_t i = 0; i < n; i++)
-    if (p[i].session_id == sid)
-      *pos = (int)i + 1;
-  *len = (int)n;
-  zkr_participants_free(p, n);
+/* ---- the guard process between zkr-lock and COMMAND ---- */
+
+enum { GUARD_PID = 1, GUARD_STATUS = 2 };
+struct guard_msg {
+  int32_t kind;
+  int32_t value;
+};
+
+static int write_msg(int fd, int kind, int value) {
+  struct guard_msg gm = {kind, value};
+  return write(fd, &gm, sizeof gm) == (ssize_t)sizeof gm;
+}
+
+/* Blocking read of one message; 0 at EOF (the guard is gone). */
+static int read_msg(int fd, struct guard_msg *gm) {
+  size_t got = 0;
+  while (got < sizeof *gm) {
+    ssize_t r = read(fd, (char *)gm + got, sizeof *gm - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return 0;
+    got += (size_t)r;
+  }
+  return 1;
+}
+
+/* Signal COMMAND's whole process group. */
+static void signal_group(pid_t leader, int sig) {
+  if (leader > 0)
+    kill(-leader, sig);
+}
+
+/* Make @pgrp the foreground process group of @tty, from a process that
+ * may be in the background (SIGTTOU blocked meanwhile). */
+static void set_foreground(int tty, pid_t pgrp) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  if (tcsetpgrp(tty, pgrp) != 0 && verbose)
+    msg("cannot give the terminal to process group %ld: %s", (long)pgrp,
+        strerror(errno));
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * The guard: starts COMMAND as the leader of a new process group, tells
+ * zkr-lock its pid, and waits for either COMMAND's end (then tells
+ * zkr-lock its status) or zkr-lock's death (EOF on @life: then SIGKILLs
+ * COMMAND's group). The handled signals stay blocked here, so neither a
+ * signal meant for zkr-lock nor one from the terminal ends the guard.
+ * If the guard itself is SIGKILLed, COMMAND (its direct child, through
+ * PR_SET_PDEATHSIG) dies with it and zkr-lock kills the rest of the group.
+ */
+static void run_guard(char **cmd, char **env, const sigset_t *oldmask, int life,
+                      int stp) {
+  pid_t me = getpid();
+  /* The terminal: hand it to COMMAND's group if ours has it. */
+  int tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  int handoff = tty >= 0 && tcgetpgrp(tty) == getpgrp();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  int cfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+    write_msg(stp, GUARD_PID, -1);
+    write_msg(stp, GUARD_STATUS, EX_SOFTWARE << 8);
+    _exit(0);
+  }
+  if (child == 0) {
+    setpgid(0, 0);
+    if (handoff)
+      set_foreground(tty, getpid());
+#ifdef __linux__
+    /* If the guard dies (even by SIGKILL), COMMAND dies with it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != me)
+      _exit(EX_TEMPFAIL);
+#endif
+    if (tty >= 0)
+      close(tty);
+    restore_signals(oldmask);
+    environ = env;
+    execvp(cmd[0], cmd);
+    int e = errno;
+    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  setpgid(child, child); /* as the child does: whichever runs first */
+  write_msg(stp, GUARD_PID, child);
+  int status = 0, done = 0;
+  while (!done) {
+    struct pollfd pf[2] = {{life, POLLIN, 0}, {cfd, POLLIN, 0}};
+    if (poll(pf, 2, cfd < 0 ? 100 : -1) < 0 && errno != EINTR)
+      break;
+    if (pf[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(cfd, &si, sizeof si) == (ssize_t)sizeof si)
+        ;
+    }
+    pid_t w;
+    while ((w = waitpid(child, &status, WNOHANG | WUNTRACED)) == child) {
+      if (WIFSTOPPED(status)) {
+        /* A holder must not be suspended (^Z): its lock would be held
+         * by a stopped process. Continue it. */
+        fprintf(stderr,
+                "%s: %s was stopped by %s while it holds the lock; "
+                "continuing it\n",
+                prog, cmd[0], strsignal(WSTOPSIG(status)));
+        signal_group(child, SIGCONT);
+        continue;
+      }
+      done = 1;
+      break;
+    }
+    if (!done && pf[0].revents) {
+      /* zkr-lock is gone: its lock goes with its session, so COMMAND's
+       * group must not go on. */
+      signal_group(child, SIGKILL);
+      waitpid(child, &status, 0);
+      done = 1;
+    }
+  }
+  if (handoff)
+    set_foreground(tty, getpgrp());
+  write_msg(stp, GUARD_STATUS, status);
+  _exit(0);
 }
 
 enum {
@@ -324,9 +477,19 @@ int main(int argc, char **argv) {
   /* Block the signals we handle before any thread exists. */
   sigset_t mask, oldmask;
   sigemptyset(&mask);
-  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+  note_ignored();
+  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+    if (handled[i] == SIGCHLD && ignored_at_start[i])
+      signal(SIGCHLD, SIG_DFL); /* else children are reaped unseen */
+    else if (ignored_at_start[i])
+      continue; /* ignored at start: stays ignored */
     sigaddset(&mask, handled[i]);
-  if (sigprocmask(SIG_BLOCK, &mask, &oldmask) != 0) {
+  }
+  /* Also SIGTTOU (not taken): zkr-lock may write its messages while
+   * COMMAND's group has the terminal, even with tostop set. */
+  sigset_t blocked = mask;
+  sigaddset(&blocked, SIGTTOU);
+  if (sigprocmask(SIG_BLOCK, &blocked, &oldmask) != 0) {
     msg("sigprocmask: %s", strerror(errno));
     return EX_SOFTWARE;
   }
@@ -399,7 +562,7 @@ int main(int argc, char **argv) {
     return rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE;
   }
   int got_signal = 0, last_pos = -1;
-  int64_t next_report = t0 + 200;
+  int64_t next_report = t0 + 200, last_report = t0;
   while (!acquire_done) {
     struct pollfd pf[2] = {{sfd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
     int wait = -1;
@@ -429,13 +592,22 @@ int main(int argc, char **argv) {
       }
     }
     if (verbose && !got_signal && !acquire_done && now_ms() >= next_report) {
-      int pos, len;
-      queue_position(s, path, &pos, &len);
-      if (pos > 0 && pos != last_pos)
-        msg("waiting for %s: position %d of %d", path, pos, len);
-      if (pos > 0)
-        last_pos = pos;
-      next_report = now_ms() + 1000;
+      /* The engine's own count from its last look at the queue: it
+       * changes only when this waiter is woken, and reading it sends
+       * nothing to ZooKeeper. */
+      int ahead = zkr_mutex_waiters_ahead(m);
+      int64_t waited = now_ms() - t0;
+      if (ahead >= 0 && ahead != last_pos) {
+        msg("waiting for %s: %d ahead (%.1f s)", path, ahead,
+            (double)waited / 1000.0);
+        last_pos = ahead;
+        last_report = now_ms();
+      } else if (ahead >= 0 && now_ms() - last_report >= 10000) {
+        msg("still waiting for %s: %d ahead (%.0f s)", path, ahead,
+            (double)waited / 1000.0);
+        last_report = now_ms();
+      }
+      next_report = now_ms() + 250;
     }
   }
   int arc = acquire_rc;
@@ -482,48 +654,58 @@ int main(int argc, char **argv) {
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
-  pid_t parent = getpid();
-  pid_t child = fork();
-  if (child < 0) {
+  int life[2], stp[2];
+  if (pipe2(life, O_CLOEXEC) != 0 || pipe2(stp, O_CLOEXEC) != 0) {
+    msg("pipe: %s", strerror(errno));
+    free_env(env);
+    zkr_mutex_free(m);
+    zkr_session_close(s);
+    return EX_SOFTWARE;
+  }
+  fflush(NULL);
+  pid_t guard = fork();
+  if (guard < 0) {
     msg("fork: %s", strerror(errno));
     free_env(env);
     zkr_mutex_free(m);
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
-  if (child == 0) {
-#ifdef __linux__
-    /* If zkr-lock dies (even by SIGKILL), COMMAND dies with it: it must
-     * not go on without the lock. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-      _exit(EX_TEMPFAIL);
-#endif
-    for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
-      signal(handled[i], SIG_DFL);
-    sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    environ = env;
-    execvp(cmd[0], cmd);
-    int e = errno;
-    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(e));
-    _exit(e == ENOENT ? 127 : 126);
+  if (guard == 0) {
+    close(life[1]);
+    close(stp[0]);
+    close(sfd);
+    close(wake_pipe[0]);
+    close(wake_pipe[1]);
+    run_guard(cmd, env, &oldmask, life[0], stp[1]);
   }
+  close(life[0]);
+  close(stp[1]);
+  struct guard_msg gm;
+  pid_t child = -1; /* COMMAND, the leader of its process group */
+  if (read_msg(stp[0], &gm) && gm.kind == GUARD_PID)
+    child = (pid_t)gm.value;
   int64_t started = now_ms();
-  int status = 0, lost = 0, suspect = 0;
+  int status = 0, lost = 0, suspect = 0, gstatus = 0, have_status = 0;
   int64_t kill_at = -1;
   for (;;) {
-    pid_t w = waitpid(child, &status, WNOHANG);
-    if (w == child)
+    pid_t w = waitpid(guard, &gstatus, WNOHANG);
+    if (w == guard) {
+      if (read_msg(stp[0], &gm) && gm.kind == GUARD_STATUS) {
+        status = gm.value;
+        have_status = 1;
+      }
       break;
+    }
     if (state_changed) {
       state_changed = 0;
       zkr_lock_state st = zkr_mutex_state_get(m);
       if (st == ZKR_LOCK_LOST && !lost) {
         lost = 1;
         msg("lock %s lost while %s ran (session expired or node deleted): "
-            "sending SIGTERM to pid %ld",
+            "sending SIGTERM to its process group %ld",
             path, cmd[0], (long)child);
-        kill(child, SIGTERM);
+        signal_group(child, SIGTERM);
         kill_at = now_ms() + kill_after_ms;
       } else if (verbose && st == ZKR_LOCK_SUSPECT && !suspect) {
         msg("connection to ZooKeeper lost; the lock may be lost");
@@ -536,9 +718,10 @@ int main(int argc, char **argv) {
     if (kill_at >= 0) {
       int64_t d = kill_at - now_ms();
       if (d <= 0) {
-        msg("%s did not exit %.1f s after SIGTERM: sending SIGKILL", cmd[0],
-            (double)kill_after_ms / 1000.0);
-        kill(child, SIGKILL);
+        msg("%s did not exit %.1f s after SIGTERM: sending SIGKILL to its "
+            "process group",
+            cmd[0], (double)kill_after_ms / 1000.0);
+        signal_group(child, SIGKILL);
         kill_at = -1;
       } else {
         wait = (int)d;
@@ -548,7 +731,7 @@ int main(int argc, char **argv) {
     int pr = poll(pf, 2, wait);
     if (pr < 0 && errno != EINTR) {
       msg("poll: %s", strerror(errno));
-      kill(child, SIGKILL);
+      signal_group(child, SIGKILL);
     }
     if (pf[1].revents)
       drain(wake_pipe[0]);
@@ -558,18 +741,31 @@ int main(int argc, char **argv) {
         int sig = (int)si.ssi_signo;
         if (sig == SIGCHLD || sig == SIGALRM)
           continue;
-        /* A signal from the terminal (the kernel sent it to the whole
-         * foreground process group) has reached COMMAND already. */
-        if (si.ssi_code == SI_KERNEL)
-          continue;
+        /* The terminal's own signals (^C) reach COMMAND's group directly
+         * when it is the foreground group; anything that reaches
+         * zkr-lock is passed on to the whole group. */
         if (verbose)
           msg("forwarding %s to %s", strsignal(sig), cmd[0]);
-        kill(child, sig);
+        signal_group(child, sig);
       }
     }
   }
+  close(stp[0]);
+  close(life[1]);
+  if (!have_status) {
+    /* The guard died without telling (it was killed): COMMAND's group
+     * must not go on without a guard. */
+    msg("the guard process of %s ended unexpectedly (%s %d): killing %s's "
+        "process group",
+        cmd[0], WIFSIGNALED(gstatus) ? "signal" : "status",
+        WIFSIGNALED(gstatus) ? WTERMSIG(gstatus) : WEXITSTATUS(gstatus),
+        cmd[0]);
+    signal_group(child, SIGKILL);
+    status = 0;
+  }
   free_env(env);
-  int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+  int code = !have_status          ? EX_SOFTWARE
+             : WIFEXITED(status)   ? WEXITSTATUS(status)
              : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                    : EX_SOFTWARE;
   /* The connection is down: wait for the verdict (reconnected: still
