@@ -72,3 +72,17 @@ int zkr__from_zk(int zrc) {
     return ZKR_EZK;
   }
 }
+
+/* The retry policy of the whole library: only a lost connection or an
+ * operation time-out may be retried (the request may not have been
+ * applied); the back-off doubles from 10 ms up to 1 s. */
+int zkr__retryable(int zrc) {
+  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
+}
+
+int64_t zkr__backoff_ms(int attempt) {
+  int64_t ms = 10;
+  for (int i = 0; i < attempt && ms < 1000; i++)
+    ms *= 2;
+  return ms > 1000 ? 1000 : ms;
+}

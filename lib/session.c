@@ -11,248 +11,27 @@
  *   - the session's event thread runs every user callback, one at a time.
  * Everything mutable is guarded by s->mu. A handle is swapped only when no
  * thread is inside a zoo_a* call on it (s->zh_users == 0).
+ *
+ * Owns: the handle and its replacement, the session states, the session
+ * clock (pause detection, the lost fraction), listeners, internal hooks,
+ * the event queue and thread, the life of struct zkr_session. The watch
+ * registry (watch.c), timers (timer.c), background deletions
+ * (bgdelete.c) and options (sessopts.c) are parts of their own (see
+ * session-int.h); this file must not touch their lists except to free
+ * them.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "zkr-private.h"
+#include "session-int.h"
 
 _Thread_local int zkr__tls_in_callback;
-
-struct auth {
-  char *scheme;
-  char *cred;
-  struct auth *next;
-};
-
-struct zkr_session_opts {
-  int session_timeout;
-  int connect_timeout;
-  double lost_fraction;
-  int renew;
-  struct auth *auth;
-};
-
-struct listener {
-  uint64_t id;
-  uint64_t since; /* gets only events queued after this sequence number */
-  zkr_session_listener_fn fn;
-  void *ud;
-  struct listener *next;
-};
-
-struct hook {
-  uint64_t id;
-  zkr__state_hook fn;
-  void *ctx;
-  struct hook *next;
-};
-
-struct watch {
-  uint64_t id;
-  zkr__watch_kind kind;
-  char *path;
-  zkr__watch_fn fn;
-  void *ctx;
-  struct watch *next;
-};
-
-struct event {
-  uint64_t seq;
-  int is_closure;
-  zkr_session_event ev;
-  int64_t sid;
-  void (*fn)(void *);
-  void *arg;
-  int owned; /* the poster's node (zkr__event_new): never freed here */
-  struct event *next;
-};
-
-struct timer {
-  uint64_t id;
-  int64_t at;
-  void (*fn)(void *);
-  void *arg;
-  struct timer *next;
-};
-
-/* A deletion that must happen even across connection losses: retried on
- * every reconnection of the same ZooKeeper session, dropped when that
- * session is gone (its ephemeral nodes are gone with it). */
-struct bgdel {
-  char *path;   /* a node to delete, or a parent to clean (prefix) */
-  char *prefix; /* non-NULL: delete children of path with this prefix */
-  uint64_t gen; /* the ZooKeeper session it belongs to */
-  int in_flight;
-  zkr_session *s;
-  struct bgdel *next;
-};
-
-/* Per-handle context handed to zookeeper_init as the watcher context. */
-struct hctx {
-  zkr_session *s;
-  uint64_t gen;
-  int connected_once;
-};
-
-struct zkr_session {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;  /* state changes, op completions, zh_users, dispatch */
-  pthread_cond_t mcv; /* wakes the manager thread */
-  pthread_cond_t ecv; /* wakes the event thread */
-  atomic_int refs;
-
-  char *hosts;
-  zkr_session_opts opts; /* copy; opts.auth is owned */
-
-  zhandle_t *zh;
-  struct hctx *hctx;
-  int zh_users;
-  uint64_t gen; /* ZooKeeper sessions opened so far; +1 at every loss */
-
-  zkr_session_state state;
-  int64_t session_id;
-  int timeout_ms; /* negotiated */
-  int64_t suspended_at;
-  int64_t tick_at; /* the manager thread's last wake-up (pause detection) */
-  int need_renew;
-  int64_t renew_at;
-  int renew_enabled;
-  int auth_failed;
-  int auth_pending; /* zoo_add_auth replies not yet received */
-  int closing;
-
-  uint64_t next_id;
-  uint64_t ev_seq;
-  uint64_t node_events; /* node watch events received (tests, benchmark) */
-  struct listener *listeners;
-  struct hook *hooks;
-  struct watch *watches;
-  uint64_t running_listener;
-  uint64_t running_hook;
-  pthread_t running_hook_thread;
-  uint64_t running_watch;
-  pthread_t running_watch_thread;
-
-  struct timer *timers;
-  struct bgdel *bgdels;
-
-  struct event *evq, *evq_tail;
-  int ev_stop;
-  pthread_t event_thread;
-  pthread_t manager_thread;
-  int threads_started;
-};
-
-/* ------------------------------------------------------------------ */
-/* options */
-
-int zkr_session_opts_new(zkr_session_opts **out) {
-  if (!out)
-    return ZKR_EINVAL;
-  zkr_session_opts *o = calloc(1, sizeof *o);
-  if (!o)
-    return ZKR_ENOMEM;
-  o->session_timeout = 10000;
-  o->connect_timeout = 10000;
-  o->lost_fraction = 0.25;
-  o->renew = 1;
-  *out = o;
-  return ZKR_OK;
-}
-
-static void auth_free(struct auth *a) {
-  while (a) {
-    struct auth *n = a->next;
-    free(a->scheme);
-    free(a->cred);
-    free(a);
-    a = n;
-  }
-}
-
-void zkr_session_opts_free(zkr_session_opts *opts) {
-  if (!opts)
-    return;
-  auth_free(opts->auth);
-  free(opts);
-}
-
-int zkr_session_opts_set_session_timeout(zkr_session_opts *opts, int ms) {
-  if (!opts || ms < ZKR_SESSION_TIMEOUT_MIN || ms > ZKR_SESSION_TIMEOUT_MAX)
-    return ZKR_EINVAL;
-  opts->session_timeout = ms;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_connect_timeout(zkr_session_opts *opts, int ms) {
-  if (!opts || ms < 1)
-    return ZKR_EINVAL;
-  opts->connect_timeout = ms;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_lost_fraction(zkr_session_opts *opts,
-                                       double fraction) {
-  if (!opts || !(fraction > 0.0 && fraction <= 10.0))
-    return ZKR_EINVAL;
-  opts->lost_fraction = fraction;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->renew = renew != 0;
-  return ZKR_OK;
-}
-
-static struct auth *auth_new(const char *scheme, const char *cred) {
-  struct auth *a = calloc(1, sizeof *a);
-  if (!a)
-    return NULL;
-  a->scheme = zkr__strdup(scheme);
-  a->cred = zkr__strdup(cred);
-  if (!a->scheme || !a->cred) {
-    auth_free(a);
-    return NULL;
-  }
-  return a;
-}
-
-int zkr_session_opts_add_auth(zkr_session_opts *opts, const char *scheme,
-                              const char *cred) {
-  if (!opts || !scheme || !scheme[0] || !cred)
-    return ZKR_EINVAL;
-  struct auth *a = auth_new(scheme, cred);
-  if (!a)
-    return ZKR_ENOMEM;
-  struct auth **pp = &opts->auth;
-  while (*pp)
-    pp = &(*pp)->next;
-  *pp = a;
-  return ZKR_OK;
-}
-
-static int opts_copy(zkr_session_opts *dst, const zkr_session_opts *src) {
-  *dst = *src;
-  dst->auth = NULL;
-  struct auth **pp = &dst->auth;
-  for (const struct auth *a = src->auth; a; a = a->next) {
-    *pp = auth_new(a->scheme, a->cred);
-    if (!*pp) {
-      auth_free(dst->auth);
-      dst->auth = NULL;
-      return ZKR_ENOMEM;
-    }
-    pp = &(*pp)->next;
-  }
-  return ZKR_OK;
-}
 
 /* ------------------------------------------------------------------ */
 /* names */
@@ -292,47 +71,39 @@ const char *zkr_session_event_name(zkr_session_event ev) {
 /* ------------------------------------------------------------------ */
 /* references */
 
+/* Free a singly linked list whose nodes keep their link at @next_off;
+ * @owned frees what one node owns (NULL: nothing). */
+static void free_list(void *head, size_t next_off, void (*owned)(void *)) {
+  while (head) {
+    void *next = *(void **)((char *)head + next_off);
+    if (owned)
+      owned(head);
+    free(head);
+    head = next;
+  }
+}
+
+static void watch_owned(void *p) {
+  free(((struct watch *)p)->path);
+}
+
+static void timer_owned(void *p) {
+  free(((struct timer *)p)->ev);
+}
+
+static void bgdel_owned(void *p) {
+  free(((struct bgdel *)p)->path);
+  free(((struct bgdel *)p)->prefix);
+}
+
 static void session_free(zkr_session *s) {
-  struct listener *l = s->listeners;
-  while (l) {
-    struct listener *n = l->next;
-    free(l);
-    l = n;
-  }
-  struct hook *h = s->hooks;
-  while (h) {
-    struct hook *n = h->next;
-    free(h);
-    h = n;
-  }
-  struct watch *w = s->watches;
-  while (w) {
-    struct watch *n = w->next;
-    free(w->path);
-    free(w);
-    w = n;
-  }
-  struct timer *t = s->timers;
-  while (t) {
-    struct timer *n = t->next;
-    free(t);
-    t = n;
-  }
-  struct bgdel *b = s->bgdels;
-  while (b) {
-    struct bgdel *n = b->next;
-    free(b->path);
-    free(b->prefix);
-    free(b);
-    b = n;
-  }
-  struct event *e = s->evq;
-  while (e) {
-    struct event *n = e->next;
-    free(e);
-    e = n;
-  }
-  auth_free(s->opts.auth);
+  free_list(s->listeners, offsetof(struct listener, next), NULL);
+  free_list(s->hooks, offsetof(struct hook, next), NULL);
+  free_list(s->watches, offsetof(struct watch, next), watch_owned);
+  free_list(s->timers, offsetof(struct timer, next), timer_owned);
+  free_list(s->bgdels, offsetof(struct bgdel, next), bgdel_owned);
+  free_list(s->evq, offsetof(struct event, next), NULL);
+  zkr__opts_clear(&s->opts);
   free(s->hosts);
   pthread_cond_destroy(&s->cv);
   pthread_cond_destroy(&s->mcv);
@@ -353,7 +124,7 @@ void zkr__session_unref(zkr_session *s) {
 /* ------------------------------------------------------------------ */
 /* event queue (callers hold s->mu) */
 
-static void push_event(zkr_session *s, struct event *e) {
+void zkr__event_push_locked(zkr_session *s, struct event *e) {
   e->next = NULL;
   if (s->evq_tail)
     s->evq_tail->next = e;
@@ -376,7 +147,7 @@ static void push_state_event(zkr_session *s, zkr_session_event ev,
   e->ev = ev;
   e->sid = sid;
   e->seq = ++s->ev_seq;
-  push_event(s, e);
+  zkr__event_push_locked(s, e);
 }
 
 zkr__event *zkr__event_new(void) {
@@ -400,7 +171,7 @@ int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
     pthread_mutex_unlock(&s->mu);
     return ZKR_ECLOSED;
   }
-  push_event(s, e);
+  zkr__event_push_locked(s, e);
   pthread_mutex_unlock(&s->mu);
   return ZKR_OK;
 }
@@ -523,98 +294,6 @@ void zkr__session_hook_remove(zkr_session *s, uint64_t id) {
 }
 
 /* ------------------------------------------------------------------ */
-/* watch registry */
-
-int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
-                   zkr__watch_fn fn, void *ctx, uint64_t *id) {
-  struct watch *w = calloc(1, sizeof *w);
-  if (!w)
-    return ZKR_ENOMEM;
-  w->path = zkr__strdup(path);
-  if (!w->path) {
-    free(w);
-    return ZKR_ENOMEM;
-  }
-  w->fn = fn;
-  w->ctx = ctx;
-  w->kind = kind;
-  pthread_mutex_lock(&s->mu);
-  w->id = ++s->next_id;
-  w->next = s->watches;
-  s->watches = w;
-  if (id)
-    *id = w->id;
-  pthread_mutex_unlock(&s->mu);
-  return ZKR_OK;
-}
-
-void zkr__watch_remove(zkr_session *s, uint64_t id) {
-  if (id == 0)
-    return;
-  pthread_mutex_lock(&s->mu);
-  for (struct watch **pp = &s->watches; *pp; pp = &(*pp)->next) {
-    if ((*pp)->id == id) {
-      struct watch *w = *pp;
-      *pp = w->next;
-      free(w->path);
-      free(w);
-      break;
-    }
-  }
-  while (s->running_watch == id &&
-         !pthread_equal(s->running_watch_thread, pthread_self()))
-    pthread_cond_wait(&s->cv, &s->mu);
-  pthread_mutex_unlock(&s->mu);
-}
-
-/* Which registrations a node event fires: the server sends a child
- * change to getChildren watches, creation and data changes to
- * exists/getData watches, and a deletion to both. */
-static int watch_kind_fires(zkr__watch_kind kind, int type) {
-  if (type == ZOO_CHILD_EVENT)
-    return kind == ZKR__WATCH_CHILD;
-  if (type == ZOO_DELETED_EVENT)
-    return 1;
-  return kind == ZKR__WATCH_DATA;
-}
-
-static void dispatch_watch(zkr_session *s, struct hctx *hc, int type,
-                           const char *path) {
-  pthread_mutex_lock(&s->mu);
-  if (type != ZOO_NOTWATCHING_EVENT)
-    s->node_events++;
-  /* The event is for the watches registered before it: one that a callback
-   * registers on the same path (to watch the node again) waits for the
-   * next event. Ids only grow, so those are the ids up to now. */
-  uint64_t last = s->next_id;
-  for (;;) {
-    if (hc->gen != s->gen || s->closing)
-      break; /* a watch of a session that is gone: nobody cares */
-    struct watch **pp = &s->watches;
-    while (*pp && (strcmp((*pp)->path, path) != 0 || (*pp)->id > last ||
-                   !watch_kind_fires((*pp)->kind, type)))
-      pp = &(*pp)->next;
-    struct watch *w = *pp;
-    if (!w)
-      break;
-    *pp = w->next; /* one-shot */
-    s->running_watch = w->id;
-    s->running_watch_thread = pthread_self();
-    pthread_mutex_unlock(&s->mu);
-    w->fn(s, type, path, w->ctx);
-    free(w->path);
-    free(w);
-    pthread_mutex_lock(&s->mu);
-    s->running_watch = 0;
-    pthread_cond_broadcast(&s->cv);
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-static void bg_kick_locked(zkr_session *s);
-static void flush_timers(zkr_session *s);
-
-/* ------------------------------------------------------------------ */
 /* state machine */
 
 /* Under s->mu: the session is gone; returns the lost id. */
@@ -662,7 +341,7 @@ static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
              ev == ZKR_EV_CONNECTED ? "established" : "reconnected",
              s->timeout_ms);
     push_state_event(s, ev, sid);
-    bg_kick_locked(s);
+    zkr__bg_kick_locked(s);
     pthread_cond_broadcast(&s->cv);
     pthread_cond_signal(&s->mcv);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
@@ -705,7 +384,7 @@ static void global_watcher(zhandle_t *zh, int type, int state, const char *path,
   if (type == ZOO_SESSION_EVENT)
     on_session_event(hc->s, hc, zh, state);
   else if (path && path[0])
-    dispatch_watch(hc->s, hc, type, path);
+    zkr__watch_dispatch(hc->s, hc, type, path);
   zkr__tls_in_callback--;
 }
 
@@ -844,25 +523,9 @@ static void *manager_main(void *arg) {
     if (s->need_renew)
       deadline = s->renew_at;
     /* Due timers go to the event thread. */
-    while (s->timers && s->timers->at <= now) {
-      struct timer *t = s->timers;
-      s->timers = t->next;
-      struct event *e = calloc(1, sizeof *e);
-      if (e) {
-        e->is_closure = 1;
-        e->fn = t->fn;
-        e->arg = t->arg;
-        push_event(s, e);
-        free(t);
-      } else {
-        t->at = now + 10; /* try again shortly */
-        t->next = s->timers;
-        s->timers = t;
-        break;
-      }
-    }
-    if (s->timers && (deadline < 0 || s->timers->at < deadline))
-      deadline = s->timers->at;
+    int64_t next_timer = zkr__timers_fire_locked(s, now);
+    if (next_timer >= 0 && (deadline < 0 || next_timer < deadline))
+      deadline = next_timer;
     /* Tick in every state: a tick that stopped while connecting would
      * make the first tick after a slow connect look like a pause. */
     int64_t tick = now + tick_interval(s);
@@ -910,20 +573,16 @@ int zkr_session_new(zkr_session **out, const char *hosts,
     return ZKR_ENOMEM;
   zkr_session_opts defaults;
   if (!opts) {
-    memset(&defaults, 0, sizeof defaults);
-    defaults.session_timeout = 10000;
-    defaults.connect_timeout = 10000;
-    defaults.lost_fraction = 0.25;
-    defaults.renew = 1;
+    zkr__opts_defaults(&defaults);
     opts = &defaults;
   }
-  if (opts_copy(&s->opts, opts) != ZKR_OK) {
+  if (zkr__opts_copy(&s->opts, opts) != ZKR_OK) {
     free(s);
     return ZKR_ENOMEM;
   }
   s->hosts = zkr__strdup(hosts);
   if (!s->hosts) {
-    auth_free(s->opts.auth);
+    zkr__opts_clear(&s->opts);
     free(s);
     return ZKR_ENOMEM;
   }
@@ -986,8 +645,6 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   return ZKR_OK;
 }
 
-static int bg_pending_now_locked(zkr_session *s);
-
 int zkr_session_close(zkr_session *s) {
   if (!s)
     return ZKR_OK;
@@ -1003,7 +660,7 @@ int zkr_session_close(zkr_session *s) {
    * left behind blocks the next contender until the session expires.
    * Bounded by half the session timeout. */
   int64_t until = zkr__now_ms() + s->timeout_ms / 2;
-  while (!s->closing && bg_pending_now_locked(s) &&
+  while (!s->closing && zkr__bg_pending_locked(s) &&
          (s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) &&
          zkr__now_ms() < until)
     zkr__cond_wait_until(&s->cv, &s->mu, until);
@@ -1029,7 +686,7 @@ int zkr_session_close(zkr_session *s) {
   call_hooks(s, ZKR_EV_CLOSED, sid);
 
   pthread_mutex_lock(&s->mu);
-  flush_timers(s);
+  zkr__timers_fire_locked(s, INT64_MAX); /* each still runs */
   push_state_event(s, ZKR_EV_CLOSED, sid);
   s->ev_stop = 1;
   pthread_cond_signal(&s->ecv);
@@ -1210,284 +867,11 @@ int zkr__session_closing_locked(zkr_session *s) {
   return s->closing;
 }
 
-/* ------------------------------------------------------------------ */
-/* timers: run a closure on the event thread at a monotonic time */
-
-int zkr__timer_add(zkr_session *s, int64_t at_ms, void (*fn)(void *), void *arg,
-                   uint64_t *id) {
-  struct timer *t = calloc(1, sizeof *t);
-  if (!t)
-    return ZKR_ENOMEM;
-  t->at = at_ms;
-  t->fn = fn;
-  t->arg = arg;
-  pthread_mutex_lock(&s->mu);
-  if (s->closing) {
-    pthread_mutex_unlock(&s->mu);
-    free(t);
-    return ZKR_ECLOSED;
-  }
-  t->id = ++s->next_id;
-  struct timer **pp = &s->timers;
-  while (*pp && (*pp)->at <= at_ms)
-    pp = &(*pp)->next;
-  t->next = *pp;
-  *pp = t;
-  if (id)
-    *id = t->id;
-  pthread_cond_signal(&s->mcv);
-  pthread_mutex_unlock(&s->mu);
-  return ZKR_OK;
-}
-
-int zkr__timer_cancel(zkr_session *s, uint64_t id) {
-  int found = 0;
-  pthread_mutex_lock(&s->mu);
-  for (struct timer **pp = &s->timers; *pp; pp = &(*pp)->next) {
-    if ((*pp)->id == id) {
-      struct timer *t = *pp;
-      *pp = t->next;
-      free(t);
-      found = 1;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&s->mu);
-  return found;
-}
-
-/* At close: every pending timer still runs (on the event thread, with the
- * session CLOSED), so that what it owns is freed. Under s->mu. */
-static void flush_timers(zkr_session *s) {
-  while (s->timers) {
-    struct timer *t = s->timers;
-    s->timers = t->next;
-    struct event *e = calloc(1, sizeof *e);
-    if (e) {
-      e->is_closure = 1;
-      e->fn = t->fn;
-      e->arg = t->arg;
-      push_event(s, e);
-    }
-    free(t);
-  }
-}
-
-/* ------------------------------------------------------------------ */
-/* background deletions */
-
-static void bg_issue_locked(zkr_session *s, struct bgdel *b);
-
-static void bg_unlink_free_locked(zkr_session *s, struct bgdel *b) {
-  for (struct bgdel **pp = &s->bgdels; *pp; pp = &(*pp)->next)
-    if (*pp == b) {
-      *pp = b->next;
-      break;
-    }
-  free(b->path);
-  free(b->prefix);
-  free(b);
-  pthread_cond_broadcast(&s->cv);
-}
-
-static void bg_done(zkr_session *s, struct bgdel *b, int rc) {
-  pthread_mutex_lock(&s->mu);
-  b->in_flight = 0;
-  if (zkr__retryable(rc) && b->gen == s->gen && !s->closing &&
-      s->state == ZKR_STATE_CONNECTED)
-    bg_issue_locked(s, b); /* still connected: try again now */
-  else if (zkr__retryable(rc) && b->gen == s->gen && !s->closing)
-    ; /* kept: retried at the next reconnection */
-  else {
-    if (rc != ZOK && rc != ZNONODE && b->gen == s->gen && !s->closing)
-      zkr__log(ZKR_LOG_WARN, "background delete of %s failed: %s", b->path,
-               zerror(rc));
-    bg_unlink_free_locked(s, b);
-    pthread_cond_broadcast(&s->cv); /* zkr_session_close() may wait */
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-/* Under mu: background deletions of the current session still to do. */
-static int bg_pending_now_locked(zkr_session *s) {
-  for (struct bgdel *b = s->bgdels; b; b = b->next)
-    if (b->gen == s->gen)
-      return 1;
-  return 0;
-}
-
-static void bg_void_cb(int rc, const void *data) {
-  struct bgdel *b = (struct bgdel *)data;
-  zkr__tls_in_callback++;
-  bg_done(b->s, b, rc);
-  zkr__tls_in_callback--;
-}
-
-static void bg_children_cb(int rc, const struct String_vector *names,
-                           const void *data) {
-  struct bgdel *b = (struct bgdel *)data;
-  zkr_session *s = b->s;
-  zkr__tls_in_callback++;
-  if (rc == ZOK && names) {
-    size_t plen = strlen(b->prefix);
-    for (int i = 0; i < names->count; i++) {
-      if (strncmp(names->data[i], b->prefix, plen) != 0)
-        continue;
-      char *child = zkr__path_join(b->path, names->data[i]);
-      if (child) {
-        zkr__session_bg_delete(s, child, b->gen);
-        free(child);
-      }
-    }
-  }
-  bg_done(s, b, rc == ZNONODE ? ZOK : rc);
-  zkr__tls_in_callback--;
-}
-
-/* Under s->mu: send the deletion if the session is connected. */
-static void bg_issue_locked(zkr_session *s, struct bgdel *b) {
-  if (b->in_flight || !s->zh || s->state != ZKR_STATE_CONNECTED ||
-      b->gen != s->gen)
-    return;
-  int rc;
-  b->in_flight = 1;
-  if (b->prefix) {
-    rc = zoo_aget_children(s->zh, b->path, 0, bg_children_cb, b);
-  } else {
-    rc = zoo_adelete(s->zh, b->path, -1, bg_void_cb, b);
-  }
-  if (rc != ZOK)
-    b->in_flight = 0; /* retried at the next reconnection */
-}
-
-static int bg_add(zkr_session *s, const char *path, const char *prefix,
-                  uint64_t gen) {
-  struct bgdel *b = calloc(1, sizeof *b);
-  if (!b)
-    return ZKR_ENOMEM;
-  b->path = zkr__strdup(path);
-  b->prefix = prefix ? zkr__strdup(prefix) : NULL;
-  if (!b->path || (prefix && !b->prefix)) {
-    free(b->path);
-    free(b->prefix);
-    free(b);
-    return ZKR_ENOMEM;
-  }
-  b->s = s;
-  b->gen = gen;
-  pthread_mutex_lock(&s->mu);
-  if (s->closing || gen != s->gen) {
-    /* the session that owned the node is gone, and the node with it */
-    pthread_mutex_unlock(&s->mu);
-    free(b->path);
-    free(b->prefix);
-    free(b);
-    return ZKR_OK;
-  }
-  b->next = s->bgdels;
-  s->bgdels = b;
-  bg_issue_locked(s, b);
-  pthread_mutex_unlock(&s->mu);
-  return ZKR_OK;
-}
-
-int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen) {
-  return bg_add(s, path, NULL, gen);
-}
-
-int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
-                            const char *prefix, uint64_t gen) {
-  return bg_add(s, parent, prefix, gen);
-}
-
-/* Under s->mu, after (re)connection: send what waits; drop what belongs
- * to a session that is gone. */
-static void bg_kick_locked(zkr_session *s) {
-  struct bgdel *b = s->bgdels;
-  while (b) {
-    struct bgdel *n = b->next;
-    if (b->gen != s->gen && !b->in_flight)
-      bg_unlink_free_locked(s, b);
-    else
-      bg_issue_locked(s, b);
-    b = n;
-  }
-}
-
-int zkr__session_bg_pending(zkr_session *s) {
-  pthread_mutex_lock(&s->mu);
-  int n = 0;
-  for (struct bgdel *b = s->bgdels; b; b = b->next)
-    n++;
-  pthread_mutex_unlock(&s->mu);
-  return n;
-}
-
-/* ------------------------------------------------------------------ */
-/* server-side watch removal */
-
-static void unwatch_done(int rc, const void *data) {
-  (void)rc;
-  (void)data;
-}
-
-void zkr__session_unwatch(zkr_session *s, const char *path,
-                          zkr__watch_kind kind) {
-  pthread_mutex_lock(&s->mu);
-  int others = 0;
-  for (struct watch *w = s->watches; w; w = w->next)
-    if (w->kind == kind && strcmp(w->path, path) == 0)
-      others = 1;
-  if (!others && s->zh && s->hctx && !s->closing &&
-      s->state == ZKR_STATE_CONNECTED) {
-    /* zoo_aremove_watches() only checks watches on the server (its
-     * request is checkWatches); removeWatches is what drops them there.
-     * No other registrant of this session wants the path, so all of this
-     * session's data watches on it may go. The 3.8 header declares the
-     * completion as void_completion_t *, but the client stores and calls
-     * the pointer as the function itself. */
-    union {
-      void_completion_t fn;
-      void_completion_t *as_declared;
-    } cb = {.fn = unwatch_done};
-    int rc = zoo_aremove_all_watches(s->zh, path,
-                                     kind == ZKR__WATCH_CHILD ? ZWATCHTYPE_CHILD
-                                                              : ZWATCHTYPE_DATA,
-                                     0, cb.as_declared, NULL);
-    if (rc != ZOK && rc != ZNOWATCHER)
-      zkr__log(ZKR_LOG_WARN, "removing the watch on %s: %s", path, zerror(rc));
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-int zkr__watch_unlink(zkr_session *s, uint64_t id) {
-  int found = 0;
-  pthread_mutex_lock(&s->mu);
-  for (struct watch **pp = &s->watches; *pp; pp = &(*pp)->next) {
-    if ((*pp)->id == id) {
-      struct watch *w = *pp;
-      *pp = w->next;
-      free(w->path);
-      free(w);
-      found = 1;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&s->mu);
-  return found;
-}
-
 int zkr__session_renews(zkr_session *s) {
   pthread_mutex_lock(&s->mu);
   int r = s->renew_enabled && !s->closing;
   pthread_mutex_unlock(&s->mu);
   return r;
-}
-
-void zkr__ignore_string_cb(int rc, const char *value, const void *data) {
-  (void)rc;
-  (void)value;
-  (void)data;
 }
 
 int zkr__session_fresh(zkr_session *s) {

@@ -57,17 +57,6 @@ void zkr__result_clear(zkr__result *r) {
   memset(r, 0, sizeof *r);
 }
 
-int zkr__retryable(int zrc) {
-  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
-}
-
-int64_t zkr__backoff_ms(int attempt) {
-  int64_t ms = 10;
-  for (int i = 0; i < attempt && ms < 1000; i++)
-    ms *= 2;
-  return ms > 1000 ? 1000 : ms;
-}
-
 /* Completion side: record, wake, and free if the waiter is gone. */
 static void op_finish(struct op *op, int zrc) {
   zkr_session *s = op->s;
@@ -227,18 +216,14 @@ static int run(zkr_session *s, const struct spec *sp, int64_t deadline,
       return zkr__from_zk(zrc);
     }
     zkr__session_lock(s);
-    int timed_out = 0;
     while (!op->done && !zkr__session_closing_locked(s)) {
-      if (zkr__session_wait_locked(s, deadline) == ETIMEDOUT) {
-        timed_out = !op->done;
+      if (zkr__session_wait_locked(s, deadline) == ETIMEDOUT)
         break;
-      }
     }
     if (!op->done) {
       int closing = zkr__session_closing_locked(s);
       op->refs--; /* the completion frees it */
       zkr__session_unlock(s);
-      (void)timed_out;
       return closing ? ZKR_ECLOSED : ZKR_ETIMEDOUT;
     }
     op->refs--;

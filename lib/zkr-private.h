@@ -57,6 +57,10 @@ int zkr__seq_cmp(int32_t a, int32_t b);
 /* ---- errors (error.c) ---- */
 /* Map a ZooKeeper client code to a zkr code. */
 int zkr__from_zk(int zrc);
+/* The retry policy (error.c): should this ZooKeeper code be retried, and
+ * the back-off (ms) before attempt @attempt (0-based). */
+int zkr__retryable(int zrc);
+int64_t zkr__backoff_ms(int attempt);
 
 /* ---- callback-thread detection ---- */
 /* Non-zero while the current thread runs a zkr or ZooKeeper callback. */
@@ -125,9 +129,6 @@ typedef enum zkr__watch_kind {
 } zkr__watch_kind;
 int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
                    zkr__watch_fn fn, void *ctx, uint64_t *id);
-/* After it returns the registrant is not running (unless this is its own
- * thread) and will never run. Unknown ids are ignored. */
-void zkr__watch_remove(zkr_session *s, uint64_t id);
 /* Unlink without waiting: returns 1 if the registrant was unlinked before
  * it was dispatched (it will never run), 0 if it already was (it runs or
  * ran). */
@@ -139,8 +140,6 @@ int zkr__session_fresh(zkr_session *s);
 uint64_t zkr__session_node_events(zkr_session *s);
 /* Does the session open a new ZooKeeper session after a loss? */
 int zkr__session_renews(zkr_session *s);
-/* A completion that ignores its result (for fire-and-forget requests). */
-void zkr__ignore_string_cb(int rc, const char *value, const void *data);
 
 /* Timers: run fn(arg) on the event thread at @at_ms (monotonic). A timer
  * pending at close still runs (with the session CLOSED). Cancel returns 1
@@ -195,14 +194,8 @@ int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
  * @results are filled (also when it failed). */
 int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
                   zoo_op_result_t *results, int64_t deadline_ms, int *zrc);
-/* Create @path and its missing ancestors as container nodes (@path itself
- * too unless @leaf_flags says otherwise: -1 = container). */
+/* Create @path and its missing ancestors as container nodes. */
 int zkr__zk_create_parents(zkr_session *s, const char *path,
                            int64_t deadline_ms);
-
-/* The retry policy, exposed for tests: should this ZooKeeper code be
- * retried, and the back-off (ms) before attempt @attempt (0-based). */
-int zkr__retryable(int zrc);
-int64_t zkr__backoff_ms(int attempt);
 
 #endif /* ZKR_PRIVATE_H */

@@ -1,0 +1,177 @@
+/*
+ * What the parts of the session manager share (not for the rest of the
+ * library, which uses zkr-private.h): the session's structure, and the
+ * calls between its files.
+ *
+ *   session.c   the ZooKeeper handle, connecting, the session states and
+ *               the session clock, listeners and internal hooks, the
+ *               event thread, the public session API
+ *   sessopts.c  the options and their defaults
+ *   watch.c     the watch registry (data and child watches)
+ *   timer.c     timers that run closures on the event thread
+ *   bgdelete.c  deletions that must happen across connection losses
+ *
+ * Everything mutable in struct zkr_session is guarded by s->mu.
+ */
+#ifndef ZKR_SESSION_INT_H
+#define ZKR_SESSION_INT_H
+
+#include <stdatomic.h>
+
+#include "zkr-private.h"
+
+struct auth {
+  char *scheme;
+  char *cred;
+  struct auth *next;
+};
+
+struct zkr_session_opts {
+  int session_timeout;
+  int connect_timeout;
+  double lost_fraction;
+  int renew;
+  struct auth *auth;
+};
+
+struct listener {
+  uint64_t id;
+  uint64_t since; /* gets only events queued after this sequence number */
+  zkr_session_listener_fn fn;
+  void *ud;
+  struct listener *next;
+};
+
+struct hook {
+  uint64_t id;
+  zkr__state_hook fn;
+  void *ctx;
+  struct hook *next;
+};
+
+struct watch {
+  uint64_t id;
+  zkr__watch_kind kind;
+  char *path;
+  zkr__watch_fn fn;
+  void *ctx;
+  struct watch *next;
+};
+
+struct event {
+  uint64_t seq;
+  int is_closure;
+  zkr_session_event ev;
+  int64_t sid;
+  void (*fn)(void *);
+  void *arg;
+  int owned; /* the poster's node (zkr__event_new): never freed here */
+  struct event *next;
+};
+
+struct timer {
+  uint64_t id;
+  int64_t at;
+  struct event *ev; /* the closure, allocated with the timer */
+  struct timer *next;
+};
+
+/* A deletion that must happen even across connection losses: retried on
+ * every reconnection of the same ZooKeeper session, dropped when that
+ * session is gone (its ephemeral nodes are gone with it). */
+struct bgdel {
+  char *path;   /* a node to delete, or a parent to clean (prefix) */
+  char *prefix; /* non-NULL: delete children of path with this prefix */
+  uint64_t gen; /* the ZooKeeper session it belongs to */
+  int in_flight;
+  zkr_session *s;
+  struct bgdel *next;
+};
+
+/* Per-handle context handed to zookeeper_init as the watcher context. */
+struct hctx {
+  zkr_session *s;
+  uint64_t gen;
+  int connected_once;
+};
+
+struct zkr_session {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;  /* state changes, op completions, zh_users, dispatch */
+  pthread_cond_t mcv; /* wakes the manager thread */
+  pthread_cond_t ecv; /* wakes the event thread */
+  atomic_int refs;
+
+  char *hosts;
+  zkr_session_opts opts; /* copy; opts.auth is owned */
+
+  zhandle_t *zh;
+  struct hctx *hctx;
+  int zh_users;
+  uint64_t gen; /* ZooKeeper sessions opened so far; +1 at every loss */
+
+  zkr_session_state state;
+  int64_t session_id;
+  int timeout_ms; /* negotiated */
+  int64_t suspended_at;
+  int64_t tick_at; /* the manager thread's last wake-up (pause detection) */
+  int need_renew;
+  int64_t renew_at;
+  int renew_enabled;
+  int auth_failed;
+  int auth_pending; /* zoo_add_auth replies not yet received */
+  int closing;
+
+  uint64_t next_id;
+  uint64_t ev_seq;
+  uint64_t node_events; /* node watch events received (tests, benchmark) */
+  struct listener *listeners;
+  struct hook *hooks;
+  struct watch *watches;
+  uint64_t running_listener;
+  uint64_t running_hook;
+  pthread_t running_hook_thread;
+  uint64_t running_watch;
+  pthread_t running_watch_thread;
+
+  struct timer *timers;
+  struct bgdel *bgdels;
+
+  struct event *evq, *evq_tail;
+  int ev_stop;
+  pthread_t event_thread;
+  pthread_t manager_thread;
+  int threads_started;
+};
+
+/* ---- sessopts.c ---- */
+/* The defaults: 10 s session and connect timeouts, lost fraction 0.25,
+ * renewal on, no credentials. */
+void zkr__opts_defaults(zkr_session_opts *o);
+/* A deep copy (credentials too); ZKR_OK or ZKR_ENOMEM (@dst unchanged). */
+int zkr__opts_copy(zkr_session_opts *dst, const zkr_session_opts *src);
+/* Free what a copy owns. */
+void zkr__opts_clear(zkr_session_opts *o);
+
+/* ---- session.c ---- */
+/* Under s->mu: queue @e for the event thread. */
+void zkr__event_push_locked(zkr_session *s, struct event *e);
+
+/* ---- watch.c ---- */
+/* Hand a node event to the registrants of @path it fires (one-shot). */
+void zkr__watch_dispatch(zkr_session *s, struct hctx *hc, int type,
+                         const char *path);
+
+/* ---- timer.c ---- */
+/* Under s->mu: hand every timer due at @now to the event thread; returns
+ * the time the next one is due, or -1. */
+int64_t zkr__timers_fire_locked(zkr_session *s, int64_t now);
+
+/* ---- bgdelete.c ---- */
+/* Under s->mu, after (re)connection: send what waits; drop what belongs
+ * to a session that is gone. */
+void zkr__bg_kick_locked(zkr_session *s);
+/* Under s->mu: are deletions of the current session still to do? */
+int zkr__bg_pending_locked(zkr_session *s);
+
+#endif
