@@ -81,9 +81,11 @@ int main(int argc, char **argv) {
       servers = argv[i + 1];
     else if (!strcmp(argv[i], "--path"))
       path = argv[i + 1];
-    else if (!strcmp(argv[i], "--iters"))
-      iters = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--ks"))
+    else if (!strcmp(argv[i], "--iters")) {
+      char *end;
+      long v = strtol(argv[i + 1], &end, 10);
+      iters = *argv[i + 1] && !*end && v > 0 && v <= 1000000000 ? (int)v : 0;
+    } else if (!strcmp(argv[i], "--ks"))
       ks = argv[i + 1];
   }
   if (!servers || !path || iters < 1) {

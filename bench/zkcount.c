@@ -229,7 +229,13 @@ int main(int argc, char **argv) {
   }
   memcpy(host, target, (size_t)(colon - target));
   host[colon - target] = '\0';
-  to.sin_port = htons((uint16_t)atoi(colon + 1));
+  char *pend;
+  long port = strtol(colon + 1, &pend, 10);
+  if (!colon[1] || *pend || port < 1 || port > 65535) {
+    fprintf(stderr, "zkcount: bad port in --target %s\n", target);
+    return 64;
+  }
+  to.sin_port = htons((uint16_t)port);
   if (inet_pton(AF_INET, host, &to.sin_addr) != 1) {
     fprintf(stderr, "zkcount: --target needs a numeric IPv4 address\n");
     return 64;

@@ -110,7 +110,8 @@ public final class CuratorLock {
     System.err.println("usage: CuratorLock --servers HOSTS --path PATH"
         + " [--iterations N] [--hold-ms MS] [--timeout-ms MS]"
         + " [--session-ms MS] [--log FILE] [--resource FILE]"
-        + " [--hold-forever] [--id TEXT] [--wait-file FILE]");
+        + " [--hold-forever] [--id TEXT] [--wait-file FILE]"
+        + " [--recipe mutex]");
     System.exit(64);
   }
 
@@ -164,6 +165,15 @@ public final class CuratorLock {
       case "--resource": res = v; break;
       case "--id": id = v; break;
       case "--wait-file": waitFile = v; break;
+      case "--recipe":
+        /* the Curator recipe to contend with: InterProcessMutex; the
+         * read-write lock, the semaphore and the election add theirs */
+        if (!v.equals("mutex")) {
+          System.err.println("CuratorLock: unknown recipe '" + v
+              + "' (known: mutex)");
+          System.exit(64);
+        }
+        break;
       default: usage();
       }
     }

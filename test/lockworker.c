@@ -56,7 +56,7 @@ static void usage(void) {
   fprintf(stderr, "usage: lockworker --servers HOSTS --path PATH [--iterations"
                   " N] [--hold-ms MS] [--timeout-ms MS] [--session-ms MS] "
                   "[--log FILE] [--resource FILE] [--hold-forever] "
-                  "[--id TEXT]\n");
+                  "[--id TEXT] [--recipe mutex]\n");
   exit(64);
 }
 
@@ -93,7 +93,14 @@ int main(int argc, char **argv) {
       res = v;
     else if (strcmp(a, "--id") == 0)
       id = v;
-    else
+    else if (strcmp(a, "--recipe") == 0) {
+      /* the recipe this worker contends with: the read-write lock, the
+       * semaphore and the election add theirs here */
+      if (strcmp(v, "mutex") != 0) {
+        fprintf(stderr, "lockworker: unknown recipe '%s' (known: mutex)\n", v);
+        exit(64);
+      }
+    } else
       usage();
   }
   if (!servers || !path)

@@ -14,31 +14,11 @@
 # shellcheck disable=SC2317  # functions run from traps
 
 set -u
-
-here=$(cd "$(dirname "$0")" && pwd)
-py=/usr/bin/python3 # Debian's python3-kazoo, not a python3 found in PATH
+TESTLIB_NEEDS="worker kazoo javac"
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 jdir=${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}
 src=$here/CuratorLock.java
-
-skip_all() {
-	if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then
-		echo "Bail out! would skip, but ZKR_TEST_NO_SKIP=1: $*"
-		exit 1
-	fi
-	echo "1..0 # SKIP $*"
-	exit 0
-}
-
-if [ -n "${abs_top_builddir:-}" ]; then
-	worker=$abs_top_builddir/test/lockworker
-else
-	worker=./test/lockworker
-fi
-[ -x "$worker" ] || skip_all "$worker is not built"
 [ -f "$src" ] || skip_all "$src is missing"
-if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
-	skip_all "java or javac missing (apt-get install default-jdk-headless)"
-fi
 jars=(curator-recipes curator-framework curator-client zookeeper zookeeper-jute
 	guava slf4j-api)
 cp=
@@ -51,20 +31,6 @@ done
 # quiet Curator and ZooKeeper: the no-op slf4j binding, else slf4j's own
 # default (no binding: a 3-line warning, then nothing)
 if [ -f "$jdir/slf4j-nop.jar" ]; then cp=$cp:$jdir/slf4j-nop.jar; fi
-"$py" -c 'import kazoo' 2>/dev/null ||
-	skip_all "$py cannot import kazoo (apt-get install python3-kazoo)"
-
-own_dir=
-if [ -z "${ZKR_SANDBOX:-}" ]; then
-	ZKR_SANDBOX=$here/../scripts/zk-sandbox
-fi
-if [ -z "${ZKR_SANDBOX_DIR:-}" ]; then
-	ZKR_SANDBOX_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zkr-t-interop.XXXXXX") || exit 99
-	own_dir=$ZKR_SANDBOX_DIR
-fi
-export ZKR_SANDBOX ZKR_SANDBOX_DIR
-sb() { bash "$ZKR_SANDBOX" "$@"; }
-
 d=$ZKR_SANDBOX_DIR/interop
 mkdir -p "$d" || exit 99
 
@@ -76,38 +42,7 @@ forget() { # forget PID
 	done
 	pids=("${rest[@]}")
 }
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	sb stop >/dev/null 2>&1
-	if [ -n "$own_dir" ]; then rm -rf "$own_dir"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-
-n=0
-ok() { # ok COND-STATUS DESCRIPTION [DIRECTIVE]
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $n - $2${3:+ # $3}"; else echo "not ok $n - $2${3:+ # $3}"; fi
-}
-diag() { printf '# %s\n' "$@"; }
 t_start=$SECONDS
-
-# pid_gone PID: the process no longer exists (or is a zombie awaiting reaping)
-pid_gone() {
-	[ ! -e "/proc/$1" ] && return 0
-	local s
-	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	s=${s##*) }
-	[ "${s%% *}" = Z ]
-}
 
 # finish PID SECONDS: wait up to SECONDS for PID to end; returns its exit
 # status, or 124 after killing it
@@ -218,7 +153,7 @@ check_log() {
 	END { if (!bad) print "ok" order }' "$1"
 }
 
-echo "1..20"
+echo "1..21"
 
 # ---------------------------------------------------------------- set-up
 t0=$SECONDS
@@ -492,6 +427,11 @@ ok $? "Curator's release (delete) wakes the zkr waiter, which acquires ${lag:-?}
 [ "$(kz wait-count /interop/zkr-wakes-curator 0 5)" = 0 ] &&
 	[ "$(kz wait-count /interop/curator-wakes-zkr 0 5)" = 0 ]
 ok $? "no child node left under either lock"
+
+(cur --path "$L-r" --recipe bogus) >/dev/null 2>"$d/recipe.err"
+st=$?
+[ $st -eq 64 ] && grep -q "unknown recipe 'bogus'" "$d/recipe.err"
+ok $? "the Curator fixture refuses an unknown --recipe (exit $st)"
 
 diag "took $((SECONDS - t_start)) s"
 exit 0

@@ -15,25 +15,6 @@
 #include "zkr-private.h"
 #include "zkt.h"
 
-static int nchildren(zkr_session *s, const char *path) {
-  zkr__result r;
-  memset(&r, 0, sizeof r);
-  int rc = zkr__zk_children(s, path, zkr__deadline(5000), &r);
-  int n = rc == ZKR_OK ? r.names.count : -1;
-  zkr__result_clear(&r);
-  return n;
-}
-
-struct nc {
-  zkr_session *s;
-  const char *path;
-  int want;
-};
-static int children_are(void *arg) {
-  struct nc *c = arg;
-  return nchildren(c->s, c->path) == c->want;
-}
-
 int main(void) {
   tap_init(180);
   const char *hosts = zkt_start(1);
@@ -66,7 +47,7 @@ int main(void) {
   ok(zkt_proxy_seen("fired create2"), "the proxy cut the connection after the "
                                       "create reached the server");
   is(zkr_session_id(s), sid, "same session after reconnecting");
-  is(nchildren(admin, path), 1, "exactly one node: no orphan");
+  is(zkt_children(admin, path), 1, "exactly one node: no orphan");
   char node[600];
   zkr_mutex_node(m, node, sizeof node);
   zkr__result r;
@@ -77,8 +58,7 @@ int main(void) {
   is(zkr_mutex_fencing_token(m), r.stat.czxid,
      "the fencing token is its czxid");
   is(zkr_mutex_release(m), ZKR_OK, "release");
-  struct nc none = {admin, path, 0};
-  ok(zkt_wait_for(children_are, &none, 10000), "no node left");
+  ok(zkt_children_become(admin, path, 0, 10000), "no node left");
 
   /* B: the lock is held; the acquisition gives up while the connection
    * is down, after its create was applied. */
@@ -92,12 +72,11 @@ int main(void) {
      "the acquisition times out while it cannot reconnect");
   ok(zkt_proxy_wait("fired create2", 2, 1000),
      "its create had reached the server");
-  is(nchildren(admin, path), 2,
+  is(zkt_children(admin, path), 2,
      "so the server has its node (an orphan, "
      "for now)");
   zkt_proxy_cmd("accept");
-  struct nc one = {admin, path, 1};
-  ok(zkt_wait_for(children_are, &one, 8000),
+  ok(zkt_children_become(admin, path, 1, 8000),
      "once reconnected, the orphan is deleted: only the holder's node");
   is(zkr_session_id(s), sid, "still the same session");
   ok(zkr_mutex_is_held(h), "the holder still holds");
@@ -107,7 +86,7 @@ int main(void) {
   zkr_mutex_free(h);
   zkr_mutex_free(m);
   zkr_session_close(s);
-  ok(zkt_wait_for(children_are, &none, 10000), "no node left at the end");
+  ok(zkt_children_become(admin, path, 0, 10000), "no node left at the end");
   zkr_session_close(admin);
   is(zkt_proxy_stop(), 0, "proxy exits cleanly");
   return tap_done();

@@ -8,7 +8,7 @@ set -u
 zkt_start
 N=20 ITER=5
 path="/zkr-test/t-mutex-procs-$$/lock"
-echo "1..6"
+echo "1..8"
 for i in $(seq 1 $N); do
   "$worker" --servers "$hosts" --path "$path" --iterations $ITER --hold-ms 3 \
     --log "$tmp/log" --resource "$tmp/resource" --id "w$i" \
@@ -46,3 +46,12 @@ fi
 left=$(children "$path")
 [ "$left" = 0 ] && echo "ok 6 - no node left under the lock" ||
   echo "not ok 6 - nodes left: '$left'"
+# the worker's recipe switch: mutex, the default; anything else refused
+"$worker" --servers "$hosts" --path "$path-r" --recipe mutex --iterations 1 2>>"$tmp/err"
+[ $? -eq 0 ] && echo "ok 7 - lockworker --recipe mutex works" ||
+  echo "not ok 7 - lockworker --recipe mutex"
+"$worker" --servers "$hosts" --path "$path-r" --recipe bogus 2>"$tmp/rerr"
+st=$?
+[ $st -eq 64 ] && grep -q "unknown recipe 'bogus'" "$tmp/rerr" &&
+  echo "ok 8 - lockworker --recipe bogus: exit 64 with a message" ||
+  echo "not ok 8 - lockworker --recipe bogus (got $st)"

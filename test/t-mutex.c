@@ -17,47 +17,15 @@ static const char *root;
 static zkr_session *admin;
 
 static zkr_session *connect_s(int timeout_ms) {
-  zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, timeout_ms);
-  int rc = zkr_session_new(&s, hosts, o);
-  zkr_session_opts_free(o);
-  if (rc != ZKR_OK)
-    tap_bail("connect: %s", zkr_strerror(rc));
-  return s;
+  return zkt_connect(hosts, timeout_ms);
 }
 
-static char *lockpath(const char *name) {
-  static char buf[8][512];
-  static int i;
-  char *b = buf[i++ % 8];
-  snprintf(b, 512, "%s/%s", root, name);
-  return b;
-}
-
-/* Children of @path (-1 if it does not exist). */
 static int nchildren(const char *path) {
-  zkr__result r;
-  memset(&r, 0, sizeof r);
-  int rc = zkr__zk_children(admin, path, zkr__deadline(5000), &r);
-  int n = rc == ZKR_OK ? r.names.count : -1;
-  zkr__result_clear(&r);
-  return n;
+  return zkt_children(admin, path);
 }
 
-static int bg_idle(void *arg) {
-  return zkr__session_bg_pending(arg) == 0;
-}
-
-/* Wait for a session's background deletions, then count the nodes. */
 static int settled_children(zkr_session *s, const char *path) {
-  zkt_wait_for(bg_idle, s, 10000);
-  return nchildren(path);
-}
-
-static int64_t watches(void) {
-  return zkt_mntr(1, "zk_watch_count");
+  return zkt_settled_children(s, admin, path);
 }
 
 struct canceller {
@@ -111,7 +79,7 @@ static void test_bad_input(zkr_session *s) {
   is(nchildren(root), before, "nothing was created on the server");
 
   zkr_mutex *ok_m = NULL;
-  is(zkr_mutex_new(&ok_m, s, lockpath("never-used"), NULL), ZKR_OK,
+  is(zkr_mutex_new(&ok_m, s, zkt_path("never-used"), NULL), ZKR_OK,
      "a valid mutex");
   is(zkr_mutex_release(ok_m), ZKR_ENOTHELD, "release when not held");
   is(zkr_mutex_cancel(ok_m), ZKR_EINVAL, "cancel with nothing pending");
@@ -120,12 +88,12 @@ static void test_bad_input(zkr_session *s) {
   char buf[64];
   is(zkr_mutex_node(ok_m, buf, sizeof buf), ZKR_ENOTHELD, "node: not held");
   zkr_mutex_free(ok_m);
-  is(nchildren(lockpath("never-used")), -1,
+  is(nchildren(zkt_path("never-used")), -1,
      "a mutex sends nothing before it is used");
 }
 
 static void test_basic(zkr_session *s) {
-  const char *path = lockpath("basic");
+  const char *path = zkt_path("basic");
   zkr_mutex_opts *o = NULL;
   zkr_mutex_opts_new(&o);
   zkr_mutex_opts_set_id(o, "job-7");
@@ -189,13 +157,13 @@ static void test_basic(zkr_session *s) {
 }
 
 static void test_cancel_timeout_watches(zkr_session *s) {
-  const char *path = lockpath("cancel");
+  const char *path = zkt_path("cancel");
   zkr_session *s2 = connect_s(10000);
   zkr_mutex *h = NULL, *w = NULL;
   zkr_mutex_new(&h, s, path, NULL);
   zkr_mutex_new(&w, s2, path, NULL);
   is(zkr_mutex_acquire(h, -1), ZKR_OK, "holder acquires");
-  int64_t base = watches();
+  int64_t base = zkt_watch_count();
   ok(base >= 0, "server watch count %lld", (long long)base);
 
   struct canceller c = {w, 300};
@@ -206,14 +174,14 @@ static void test_cancel_timeout_watches(zkr_session *s) {
   pthread_join(th, NULL);
   is(settled_children(s2, path), 1, "cancellation left no node");
   usleep(100000);
-  is(watches(), base, "and no watch on the server");
+  is(zkt_watch_count(), base, "and no watch on the server");
   is(zkt_watches_of(1, zkr_session_id(s2), NULL, 0), 0,
      "wchc lists no watch of the waiter's session");
 
   is(zkr_mutex_acquire(w, 400), ZKR_ETIMEDOUT, "a waiter times out");
   is(settled_children(s2, path), 1, "time-out left no node");
   usleep(100000);
-  is(watches(), base, "and no watch");
+  is(zkt_watch_count(), base, "and no watch");
 
   /* The holder releases after the cancelled waiter left: the waiter
    * must not get the lock. */
@@ -256,7 +224,7 @@ static int asy_called(void *arg) {
 }
 
 static void test_async(zkr_session *s) {
-  const char *path = lockpath("async");
+  const char *path = zkt_path("async");
   zkr_mutex *h = NULL, *w = NULL;
   zkr_mutex_new(&h, s, path, NULL);
   zkr_mutex_new(&w, s, path, NULL);
@@ -326,7 +294,7 @@ static void *other_thread(void *arg) {
 }
 
 static void test_reentrant(zkr_session *s) {
-  const char *path = lockpath("reentrant");
+  const char *path = zkt_path("reentrant");
   zkr_mutex_opts *o = NULL;
   zkr_mutex_opts_new(&o);
   zkr_mutex_opts_set_reentrant(o, 1);
@@ -383,7 +351,7 @@ static int held_by(void *arg) {
 }
 
 static void test_guarded_and_expiry(void) {
-  const char *path = lockpath("guarded");
+  const char *path = zkt_path("guarded");
   char res[512];
   snprintf(res, sizeof res, "%s/resource", root);
   zkr__zk_create(admin, res, "0", 1, 0, zkr__deadline(5000), NULL);
@@ -449,43 +417,7 @@ static void test_guarded_and_expiry(void) {
 /* Wait until session @s holds @want data watches on server 1 (from wchc),
  * the first on @path when @want is 1 and @path is not NULL. A timeout of
  * 0 looks once. */
-static int watches_become(zkr_session *s, const char *path, int want,
-                          int64_t timeout_ms) {
-  int64_t end = zkt_now_ms() + timeout_ms;
-  do {
-    char first[512] = "";
-    int n = zkt_watches_of(1, zkr_session_id(s), first, sizeof first);
-    if (n == want && (want != 1 || !path || strcmp(first, path) == 0))
-      return 1;
-    usleep(20000);
-  } while (zkt_now_ms() < end);
-  return 0;
-}
-
 /* ---- the queue changing under a waiter ---- */
-/* Children of @path in queue order into @out (up to @max, malloc'd). */
-static int queue_order(const char *path, char **out, int max) {
-  zkr__result r;
-  memset(&r, 0, sizeof r);
-  int n = 0;
-  if (zkr__zk_children(admin, path, zkr__deadline(5000), &r) == ZKR_OK)
-    for (int i = 0; i < r.names.count && n < max; i++)
-      out[n++] = zkr__strdup(r.names.data[i]);
-  zkr__result_clear(&r);
-  for (int i = 1; i < n; i++) /* insertion sort by sequence number */
-    for (int j = i; j > 0; j--) {
-      int32_t a = 0, b = 0;
-      zkr__seq_parse(out[j - 1], &a);
-      zkr__seq_parse(out[j], &b);
-      if (zkr__seq_cmp(a, b) <= 0)
-        break;
-      char *t = out[j];
-      out[j] = out[j - 1];
-      out[j - 1] = t;
-    }
-  return n;
-}
-
 static int asy_rc(struct asy *a, int *calls) {
   pthread_mutex_lock(&a->mu);
   int rc = a->rc;
@@ -501,7 +433,7 @@ static int asy_rc(struct asy *a, int *calls) {
  * their own node (watch_node), so B, whose node was deleted under it,
  * queues again instead of being granted the lock. */
 static void test_queue_changes(zkr_session *s) {
-  const char *path = lockpath("middle");
+  const char *path = zkt_path("middle");
   enum { W = 4 }; /* waiters A B C D behind the holder H */
   zkr_session *ws[W];
   zkr_mutex *h = NULL, *m[W];
@@ -520,17 +452,17 @@ static void test_queue_changes(zkr_session *s) {
     memset(&a[i], 0, sizeof a[i]);
     pthread_mutex_init(&a[i].mu, NULL);
     zkr_mutex_acquire_async(m[i], -1, on_acquired, &a[i]);
-    queued &= watches_become(ws[i], NULL, 1, 5000);
+    queued &= zkt_watches_become(ws[i], NULL, 1, 5000);
   }
   ok(queued, "A, B, C, D queued behind H, one watch each");
-  int n = queue_order(path, names, W + 2);
+  int n = zkt_queue_order(admin, path, names, W + 2);
   is(n, W + 1, "five nodes, in queue order");
   if (n != W + 1) {
     tap_bail("queue not as expected");
   }
   char want[512]; /* the node C should watch */
   snprintf(want, sizeof want, "%s/%s", path, names[2]);
-  ok(watches_become(ws[2], want, 1, 0),
+  ok(zkt_watches_become(ws[2], want, 1, 0),
      "C watches B, the node just before its own");
 
   /* B's node deleted by a third party: C has H and A left of its list */
@@ -538,7 +470,8 @@ static void test_queue_changes(zkr_session *s) {
   is(zkr__zk_delete(admin, bpath, -1, zkr__deadline(5000)), ZKR_OK,
      "a third party deletes B's node (as B's expiry would)");
   snprintf(want, sizeof want, "%s/%s", path, names[1]);
-  ok(watches_become(ws[2], want, 1, 5000), "C looks again and now watches A");
+  ok(zkt_watches_become(ws[2], want, 1, 5000),
+     "C looks again and now watches A");
   int calls;
   asy_rc(&a[2], &calls);
   is(calls, 0, "C is not granted the lock while H holds");
@@ -548,7 +481,7 @@ static void test_queue_changes(zkr_session *s) {
   is(zkr__zk_set(admin, apath, "x", 1, -1, zkr__deadline(5000)), ZKR_OK,
      "a third party sets data on A's node");
   usleep(300000);
-  ok(watches_become(ws[2], want, 1, 0), "C still watches A");
+  ok(zkt_watches_become(ws[2], want, 1, 0), "C still watches A");
   int64_t p0 = zkt_mntr(1, "zk_packets_received");
   usleep(300000);
   int64_t p1 = zkt_mntr(1, "zk_packets_received");
@@ -562,7 +495,7 @@ static void test_queue_changes(zkr_session *s) {
   /* A gives up: C has H left of its list */
   is(zkr_mutex_cancel(m[0]), ZKR_OK, "A cancels");
   snprintf(want, sizeof want, "%s/%s", path, names[0]);
-  ok(watches_become(ws[2], want, 1, 5000), "C now watches H");
+  ok(zkt_watches_become(ws[2], want, 1, 5000), "C now watches H");
   is(calls, 0, "still not granted while H holds");
   int rc = asy_rc(&a[0], &calls);
   ok(calls == 1 && rc == ZKR_ECANCELED, "A was told ZKR_ECANCELED");
@@ -583,7 +516,7 @@ static void test_queue_changes(zkr_session *s) {
   ok(zkt_wait_for(asy_called, &a[1], 5000), "B, requeued, gets it last");
   is(zkr_mutex_release(m[1]), ZKR_OK, "B releases");
   for (int i = 0; i < W; i++)
-    zkt_wait_for(bg_idle, ws[i], 10000);
+    zkt_wait_for(zkt_bg_idle, ws[i], 10000);
   is(settled_children(s, path), 0, "no node left");
   free(apath);
   free(bpath);
@@ -612,17 +545,17 @@ static void test_watch_node(zkr_session *s) {
   is(zkr_mutex_opts_set_watch_node(o, 1), ZKR_OK, "watch_node set");
   zkr_mutex_opts_set_state_fn(o, on_state, &log);
   zkr_mutex *m = NULL;
-  zkr_mutex_new(&m, s, lockpath("watched"), o);
+  zkr_mutex_new(&m, s, zkt_path("watched"), o);
   zkr_mutex_opts_free(o);
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "watched holder acquires");
   char node[512];
   zkr_mutex_node(m, node, sizeof node);
-  ok(watches_become(s, node, 1, 5000), "one watch on our own node");
+  ok(zkt_watches_become(s, node, 1, 5000), "one watch on our own node");
   is(zkr__zk_set(admin, node, "__REVOKE__", 10, -1, zkr__deadline(5000)),
      ZKR_OK, "admin writes to the holder's node (a revocation request)");
   usleep(300000);
   ok(zkr_mutex_is_held(m), "still held: a data change is not a loss");
-  ok(watches_become(s, node, 1, 5000), "the watch is set again");
+  ok(zkt_watches_become(s, node, 1, 5000), "the watch is set again");
   int64_t p0 = zkt_mntr(1, "zk_packets_received");
   usleep(300000);
   int64_t p1 = zkt_mntr(1, "zk_packets_received");
@@ -635,9 +568,9 @@ static void test_watch_node(zkr_session *s) {
   is(zkr_mutex_release(m), ZKR_ELOCKLOST, "release says the lock was lost");
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "acquires again");
   zkr_mutex_node(m, node, sizeof node);
-  ok(watches_become(s, node, 1, 5000), "watching the new node");
+  ok(zkt_watches_become(s, node, 1, 5000), "watching the new node");
   is(zkr_mutex_release(m), ZKR_OK, "plain release");
-  ok(watches_become(s, node, 0, 5000), "no watch left once released");
+  ok(zkt_watches_become(s, node, 0, 5000), "no watch left once released");
   is(log.lost, 1, "LOST reported once");
   zkr_mutex_free(m);
 }
@@ -681,8 +614,8 @@ static void test_children(zkr_session *s) {
 static void test_closed(void) {
   zkr_session *s = connect_s(6000);
   zkr_mutex *h = NULL, *w = NULL;
-  zkr_mutex_new(&h, admin, lockpath("closed"), NULL);
-  zkr_mutex_new(&w, s, lockpath("closed"), NULL);
+  zkr_mutex_new(&h, admin, zkt_path("closed"), NULL);
+  zkr_mutex_new(&w, s, zkt_path("closed"), NULL);
   zkr_mutex_acquire(h, -1);
   struct asy a;
   memset(&a, 0, sizeof a);

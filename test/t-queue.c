@@ -19,55 +19,17 @@
 #include "zkt.h"
 
 static const char *hosts;
-static const char *root;
 static zkr_session *admin;
 
 static zkr_session *connect_s(void) {
-  zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 6000);
-  int rc = zkr_session_new(&s, hosts, o);
-  zkr_session_opts_free(o);
-  if (rc != ZKR_OK)
-    tap_bail("connect: %s", zkr_strerror(rc));
-  return s;
-}
-
-static const char *qpath(const char *name) {
-  static char buf[8][512];
-  static int i;
-  char *b = buf[i++ % 8];
-  snprintf(b, 512, "%s/%s", root, name);
-  return b;
+  return zkt_connect(hosts, 6000);
 }
 
 static int nchildren(const char *path) {
-  zkr__result r;
-  memset(&r, 0, sizeof r);
-  int rc = zkr__zk_children(admin, path, zkr__deadline(5000), &r);
-  int n = rc == ZKR_OK ? r.names.count : -1;
-  zkr__result_clear(&r);
-  return n;
+  return zkt_children(admin, path);
 }
 
-struct nc {
-  const char *path;
-  int want;
-};
-static int children_are(void *arg) {
-  struct nc *c = arg;
-  return nchildren(c->path) == c->want;
-}
-
-static int64_t watch_count(void) {
-  return zkt_mntr(1, "zk_watch_count"); /* data and child watches */
-}
 static int64_t want_watches;
-static int watches_back(void *arg) {
-  (void)arg;
-  return watch_count() == want_watches;
-}
 
 static zkr__queue *mkq(zkr_session *s, const char *path,
                        const zkr__qpolicy *pol) {
@@ -130,38 +92,37 @@ static const zkr__qpolicy requeue_policy = {.name = "latch-",
 static void test_policy_checks(void) {
   static const zkr__qpolicy bad = {.name = "x-", .holds = below_two};
   zkr__queue *q = NULL;
-  is(zkr__queue_new(&q, admin, qpath("bad"), &bad, "", 0), ZKR_EINVAL,
+  is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad, "", 0), ZKR_EINVAL,
      "a nearest-blocker wait with a custom hold rule is refused");
-  is(zkr__queue_new(&q, admin, qpath("bad"), NULL, "", 0), ZKR_EINVAL,
+  is(zkr__queue_new(&q, admin, zkt_path("bad"), NULL, "", 0), ZKR_EINVAL,
      "no policy: refused");
 }
 
 /* ---- N > 1 with a children watch ---- */
 
 static void test_two_leases(void) {
-  const char *path = qpath("two");
+  const char *path = zkt_path("two");
   zkr_session *s[4];
   zkr__queue *q[4];
   for (int i = 0; i < 4; i++) {
     s[i] = connect_s();
     q[i] = mkq(s[i], path, &two_policy);
   }
-  want_watches = watch_count();
+  want_watches = zkt_watch_count();
   is(zkr__queue_start(q[0], -1, NULL, NULL), ZKR_OK, "first lease: start");
   is(zkr__queue_wait(q[0]), ZKR_OK, "first lease held");
   is(zkr__queue_start(q[1], -1, NULL, NULL), ZKR_OK, "second lease: start");
   is(zkr__queue_wait(q[1]), ZKR_OK, "second lease held: N = 2 hold together");
   is(zkr__queue_start(q[2], 0, NULL, NULL), ZKR_OK, "third, try once: start");
   is(zkr__queue_wait(q[2]), ZKR_EWOULDBLOCK, "third, try once: refused");
-  struct nc two = {path, 2};
-  ok(zkt_wait_for(children_are, &two, 10000), "and it left no node");
+  ok(zkt_children_become(admin, path, 2, 10000), "and it left no node");
   is(zkr__queue_start(q[2], -1, NULL, NULL), ZKR_OK, "third waits");
   struct ahead a2 = {q[2], 2}, a3 = {q[3], 3};
   ok(zkt_wait_for(ahead_is, &a2, 10000), "two ahead of the third");
   is(zkr__queue_start(q[3], -1, NULL, NULL), ZKR_OK, "fourth waits");
   ok(zkt_wait_for(ahead_is, &a3, 10000), "three ahead of the fourth");
   is(zkr__queue_state(q[2]), ZKR__Q_ACQUIRING, "third is waiting");
-  ok(watch_count() >= want_watches + 2,
+  ok(zkt_watch_count() >= want_watches + 2,
      "the waiters wait on child watches (zk_watch_count)");
   is(zkr__queue_release(q[0]), ZKR_OK, "first lease released");
   ok(zkt_wait_for(q_held, q[2], 10000), "the third holds");
@@ -172,7 +133,7 @@ static void test_two_leases(void) {
   ok(zkt_wait_for(q_held, q[3], 10000), "the fourth holds");
   zkr__queue_release(q[2]);
   zkr__queue_release(q[3]);
-  ok(zkt_wait_for(watches_back, NULL, 10000),
+  ok(zkt_watch_count_becomes(want_watches, 10000),
      "no watch left on the server once all hold (child watches removed)");
 
   /* A children-watch waiter that gives up leaves nothing. */
@@ -180,17 +141,17 @@ static void test_two_leases(void) {
   zkr__queue_wait(q[0]);
   is(zkr__queue_start(q[1], -1, NULL, NULL), ZKR_OK, "hold two");
   zkr__queue_wait(q[1]);
-  want_watches = watch_count();
+  want_watches = zkt_watch_count();
   is(zkr__queue_start(q[2], -1, NULL, NULL), ZKR_OK, "a waiter");
   usleep(300000);
   is(zkr__queue_cancel(q[2]), ZKR_OK, "cancelled");
   is(zkr__queue_wait(q[2]), ZKR_ECANCELED, "it ends ECANCELED");
-  ok(zkt_wait_for(children_are, &two, 10000), "its node is gone");
-  ok(zkt_wait_for(watches_back, NULL, 10000), "its child watch is gone");
+  ok(zkt_children_become(admin, path, 2, 10000), "its node is gone");
+  ok(zkt_watch_count_becomes(want_watches, 10000), "its child watch is gone");
   is(zkr__queue_start(q[3], 400, NULL, NULL), ZKR_OK, "another waiter");
   is(zkr__queue_wait(q[3]), ZKR_ETIMEDOUT, "it times out");
-  ok(zkt_wait_for(children_are, &two, 10000), "its node is gone");
-  ok(zkt_wait_for(watches_back, NULL, 10000), "its child watch is gone");
+  ok(zkt_children_become(admin, path, 2, 10000), "its node is gone");
+  ok(zkt_watch_count_becomes(want_watches, 10000), "its child watch is gone");
   for (int i = 0; i < 4; i++) {
     zkr__queue_free(q[i]);
     zkr_session_close(s[i]);
@@ -200,7 +161,7 @@ static void test_two_leases(void) {
 /* ---- two policies on one path; one session woken per departure ---- */
 
 static void test_shared_and_exclusive(void) {
-  const char *path = qpath("rw");
+  const char *path = zkt_path("rw");
   zkr_session *s[4];
   for (int i = 0; i < 4; i++)
     s[i] = connect_s();
@@ -212,7 +173,7 @@ static void test_shared_and_exclusive(void) {
   is(zkr__queue_wait(r1), ZKR_OK, "shared 1 holds");
   zkr__queue_start(r2, -1, NULL, NULL);
   is(zkr__queue_wait(r2), ZKR_OK, "shared 2 holds with it");
-  want_watches = watch_count() + 2;
+  want_watches = zkt_watch_count() + 2;
   zkr__queue_start(w, -1, NULL, NULL);
   struct ahead aw = {w, 2}, ar3 = {r3, 1};
   ok(zkt_wait_for(ahead_is, &aw, 10000), "the exclusive one waits behind "
@@ -221,7 +182,7 @@ static void test_shared_and_exclusive(void) {
   ok(zkt_wait_for(ahead_is, &ar3, 10000),
      "a shared one queued after it waits, blocked by it alone (FIFO across "
      "kinds)");
-  ok(zkt_wait_for(watches_back, NULL, 10000), "both watches are set");
+  ok(zkt_watch_count_becomes(want_watches, 10000), "both watches are set");
   uint64_t ev_w = zkr__session_node_events(s[2]);
   uint64_t ev_r3 = zkr__session_node_events(s[3]);
   zkr__queue_release(r2);
@@ -276,7 +237,7 @@ static int slog_has3(void *arg) {
 }
 
 static void test_requeue(void) {
-  const char *path = qpath("latch");
+  const char *path = zkt_path("latch");
   zkr_session *s1 = connect_s(), *s2 = connect_s();
   zkr__queue *a = mkq(s1, path, &requeue_policy);
   zkr__queue *b = mkq(s2, path, &requeue_policy);
@@ -329,7 +290,7 @@ static void on_done(zkr__queue *q, int rc, void *ud) {
 }
 
 static void test_close_while_waiting(void) {
-  const char *path = qpath("close");
+  const char *path = zkt_path("close");
   zkr_session *h = connect_s(), *w = connect_s();
   zkr__queue *hq = mkq(h, path, &excl_policy);
   zkr__queue *wq = mkq(w, path, &excl_policy);
@@ -365,7 +326,7 @@ static int raw_create(const char *path, struct ACL_vector *acl, int flags) {
 static void test_parent_errors(void) {
   zkr__queue *q;
   /* under another client's ephemeral node */
-  const char *eph = qpath("eph");
+  const char *eph = zkt_path("eph");
   is(raw_create(eph, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL), ZOK,
      "an ephemeral node");
   char deep[600];
@@ -381,7 +342,7 @@ static void test_parent_errors(void) {
   is(zkr__queue_wait(q), ZKR_EEPHEMERAL, "a queue at it: the same");
   zkr__queue_free(q);
   /* under a node whose ACL refuses create */
-  const char *ro = qpath("readonly");
+  const char *ro = zkt_path("readonly");
   is(raw_create(ro, &ZOO_READ_ACL_UNSAFE, 0), ZOK,
      "a node with world:anyone:r");
   snprintf(deep, sizeof deep, "%s/job", ro);
@@ -402,7 +363,7 @@ static void test_parent_errors(void) {
 /* ---- a create whose reply was lost, with a children-watch policy ---- */
 
 static void test_lost_reply(void) {
-  const char *path = qpath("adopt");
+  const char *path = zkt_path("adopt");
   int port = zkt_proxy_start(hosts);
   char via[64];
   snprintf(via, sizeof via, "127.0.0.1:%d", port);
@@ -441,15 +402,14 @@ static void test_lost_reply(void) {
   zkr__queue_free(q);
   zkr__queue_free(h1);
   zkr_session_close(s);
-  struct nc none = {path, 0};
-  ok(zkt_wait_for(children_are, &none, 10000), "no node left");
+  ok(zkt_children_become(admin, path, 0, 10000), "no node left");
   is(zkt_proxy_stop(), 0, "proxy exits cleanly");
 }
 
 int main(void) {
   tap_init(240);
   hosts = zkt_start(1);
-  root = zkt_root("t-queue");
+  zkt_root("t-queue");
   admin = connect_s();
   test_policy_checks();
   test_two_leases();

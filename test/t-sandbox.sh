@@ -6,52 +6,16 @@
 # shellcheck disable=SC2317  # functions run from traps
 
 set -u
-
-here=$(cd "$(dirname "$0")" && pwd)
-own_dir=
-if [ -z "${ZKR_SANDBOX:-}" ]; then
-	ZKR_SANDBOX=$here/../scripts/zk-sandbox
-fi
-if [ -z "${ZKR_SANDBOX_DIR:-}" ]; then
-	ZKR_SANDBOX_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zkr-t-sandbox.XXXXXX") || exit 99
-	own_dir=$ZKR_SANDBOX_DIR
-fi
-export ZKR_SANDBOX ZKR_SANDBOX_DIR
-
-sb() { bash "$ZKR_SANDBOX" "$@"; }
-
-if ! command -v java >/dev/null 2>&1 || [ ! -f "${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}/zookeeper.jar" ]; then
-	echo "1..0 # SKIP java or /usr/share/java/zookeeper.jar missing (apt-get install zookeeper default-jre-headless)"
-	exit 0
-fi
+TESTLIB_NEEDS="" # kazoo optional: the quorum check skips itself without it
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 
 ens=$ZKR_SANDBOX_DIR/ensemble   # second sandbox dir, for the ensemble
-cleanup() {
+testlib_on_exit() {
 	sb --dir "$ens" stop >/dev/null 2>&1
 	sb stop >/dev/null 2>&1
-	if [ -n "$own_dir" ]; then rm -rf "$own_dir"; fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
 
 echo "1..26"
-n=0
-ok() { # ok COND-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
-diag() { printf '# %s\n' "$@"; }
-
-# pid_gone PID: the process no longer exists (or is a zombie awaiting reaping)
-pid_gone() {
-	[ ! -e "/proc/$1" ] && return 0
-	local s
-	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	s=${s##*) }
-	[ "${s%% *}" = Z ]
-}
 
 # ---------------------------------------------------------------- standalone
 t0=$SECONDS

@@ -11,50 +11,6 @@
 #include "zkr-private.h"
 #include "zkt.h"
 
-#define MAXEV 32
-struct rec {
-  pthread_mutex_t mu;
-  int n;
-  zkr_session_event ev[MAXEV];
-  int64_t sid[MAXEV], at[MAXEV];
-};
-
-static void listener(zkr_session *s, zkr_session_event ev, int64_t sid,
-                     void *ud) {
-  struct rec *r = ud;
-  (void)s;
-  pthread_mutex_lock(&r->mu);
-  if (r->n < MAXEV) {
-    r->ev[r->n] = ev;
-    r->sid[r->n] = sid;
-    r->at[r->n] = zkt_now_ms();
-    r->n++;
-  }
-  pthread_mutex_unlock(&r->mu);
-}
-
-static int find(struct rec *r, zkr_session_event ev, int64_t *at) {
-  pthread_mutex_lock(&r->mu);
-  int found = 0;
-  for (int i = 0; i < r->n && !found; i++)
-    if (r->ev[i] == ev) {
-      found = 1;
-      if (at)
-        *at = r->at[i];
-    }
-  pthread_mutex_unlock(&r->mu);
-  return found;
-}
-
-struct fe {
-  struct rec *r;
-  zkr_session_event ev;
-};
-static int seen(void *arg) {
-  struct fe *f = arg;
-  return find(f->r, f->ev, NULL);
-}
-
 /* Which server (1..3) serves session @sid, from each server's "cons". */
 static int server_of(int64_t sid) {
   char needle[64];
@@ -79,20 +35,18 @@ static void test_failover(const char *hosts) {
   zkr_session_opts_free(o);
   if (!s)
     return;
-  struct rec r;
-  memset(&r, 0, sizeof r);
-  pthread_mutex_init(&r.mu, NULL);
-  zkr_session_add_listener(s, listener, &r, NULL);
+  zkt_rec r;
+  zkt_rec_init(&r);
+  zkr_session_add_listener(s, zkt_rec_fn, &r, NULL);
   int64_t sid = zkr_session_id(s);
   int id = server_of(sid);
   ok(id > 0, "session served by server %d", id);
   char *out = zkt_sandbox("kill %d", id);
   ok(out != NULL, "SIGKILL server %d", id);
   free(out);
-  struct fe f = {&r, ZKR_EV_RECONNECTED};
-  ok(zkt_wait_for(seen, &f, 30000), "RECONNECTED");
-  ok(find(&r, ZKR_EV_SUSPENDED, NULL), "after SUSPENDED");
-  ok(!find(&r, ZKR_EV_LOST, NULL), "never LOST");
+  ok(zkt_rec_wait(&r, ZKR_EV_RECONNECTED, 30000), "RECONNECTED");
+  ok(zkt_rec_find(&r, ZKR_EV_SUSPENDED, NULL, NULL), "after SUSPENDED");
+  ok(!zkt_rec_find(&r, ZKR_EV_LOST, NULL, NULL), "never LOST");
   is(zkr_session_id(s), sid, "same session id");
   int id2 = server_of(sid);
   ok(id2 > 0 && id2 != id, "now served by server %d", id2);
@@ -110,7 +64,7 @@ static void test_partition(const char *root) {
   /* Our client talks only to a follower; an observer talks to the
    * leader and watches our ephemeral node. */
   char *l = zkt_sandbox("leader");
-  int leader = l ? atoi(l) : 0;
+  int leader = l ? (int)strtol(l, NULL, 10) : 0; /* "1".."3" or 0 */
   free(l);
   ok(leader >= 1 && leader <= 3, "leader is server %d", leader);
   int follower = leader == 1 ? 2 : 1;
@@ -133,10 +87,9 @@ static void test_partition(const char *root) {
      leader);
   if (!s || !obs)
     return;
-  struct rec r;
-  memset(&r, 0, sizeof r);
-  pthread_mutex_init(&r.mu, NULL);
-  zkr_session_add_listener(s, listener, &r, NULL);
+  zkt_rec r;
+  zkt_rec_init(&r);
+  zkr_session_add_listener(s, zkt_rec_fn, &r, NULL);
   char node[512];
   snprintf(node, sizeof node, "%s/ephemeral", root);
   is(zkr__zk_create(s, node, "", 0, ZOO_EPHEMERAL, zkr__deadline(10000), NULL),
@@ -162,7 +115,7 @@ static void test_partition(const char *root) {
      "pause",
      (long long)(deleted_at - paused_at));
   int64_t lost_at = 0;
-  int have_lost = find(&r, ZKR_EV_LOST, &lost_at);
+  int have_lost = zkt_rec_find(&r, ZKR_EV_LOST, &lost_at, NULL);
   ok(have_lost, "the client declared LOST %lld ms after the pause",
      (long long)(lost_at - paused_at));
   ok(lost_at > 0 && deleted_at > 0 && lost_at < deleted_at,

@@ -15,49 +15,10 @@
 #include "zkr-private.h"
 #include "zkt.h"
 
-#define MAXEV 32
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int nev;
-static zkr_session_event evs[MAXEV];
-static int64_t ats[MAXEV], sids[MAXEV];
-
-static void listener(zkr_session *s, zkr_session_event ev, int64_t sid,
-                     void *ud) {
-  (void)s;
-  (void)ud;
-  pthread_mutex_lock(&mu);
-  if (nev < MAXEV) {
-    evs[nev] = ev;
-    sids[nev] = sid;
-    ats[nev] = zkt_now_ms();
-    nev++;
-  }
-  pthread_mutex_unlock(&mu);
-}
+static zkt_rec rec;
 
 static int find_event(zkr_session_event ev, int64_t *at, int64_t *sid) {
-  pthread_mutex_lock(&mu);
-  int found = 0;
-  for (int i = 0; i < nev && !found; i++)
-    if (evs[i] == ev) {
-      found = 1;
-      if (at)
-        *at = ats[i];
-      if (sid)
-        *sid = sids[i];
-    }
-  pthread_mutex_unlock(&mu);
-  return found;
-}
-
-static int lost_seen(void *arg) {
-  (void)arg;
-  return find_event(ZKR_EV_LOST, NULL, NULL);
-}
-
-static int connected_seen(void *arg) {
-  (void)arg;
-  return find_event(ZKR_EV_CONNECTED, NULL, NULL);
+  return zkt_rec_find(&rec, ev, at, sid);
 }
 
 static int connecting(void *arg) {
@@ -75,7 +36,7 @@ static void *resume_later(void *arg) {
  * finally connects must be usable, not declared LOST at once. */
 static void slow_connect(const char *hosts, int renew) {
   const int T2 = 3000;
-  nev = 0;
+  zkt_rec_init(&rec);
   char *out = zkt_sandbox("pause 1");
   ok(out != NULL, "server SIGSTOPped before connecting (renewal %s)",
      renew ? "on" : "off");
@@ -96,7 +57,7 @@ static void slow_connect(const char *hosts, int renew) {
      (long long)(zkt_now_ms() - t0));
   if (!s)
     return;
-  zkr_session_add_listener(s, listener, NULL, NULL);
+  zkr_session_add_listener(s, zkt_rec_fn, &rec, NULL);
   int64_t sid = zkr_session_id(s);
   is(zkr_session_state_get(s), ZKR_STATE_CONNECTED, "it is CONNECTED");
   usleep(3 * T2 / 2 * 1000);
@@ -113,6 +74,7 @@ static void slow_connect(const char *hosts, int renew) {
 
 int main(void) {
   tap_init(180);
+  zkt_rec_init(&rec);
   const char *hosts = zkt_start(1);
   const int T = 6000;
   zkr_session *s = NULL;
@@ -125,14 +87,14 @@ int main(void) {
     return tap_done();
   is(zkr_session_timeout(s), T, "negotiated %d ms", T);
   int64_t sid = zkr_session_id(s);
-  zkr_session_add_listener(s, listener, NULL, NULL);
+  zkr_session_add_listener(s, zkt_rec_fn, &rec, NULL);
 
   char *out = zkt_sandbox("pause 1");
   int64_t paused_at = zkt_now_ms();
   ok(out != NULL, "server SIGSTOPped");
   free(out);
-  ok(zkt_wait_for(lost_seen, NULL, 3 * T), "LOST declared while the server "
-                                           "is stopped");
+  ok(zkt_rec_wait(&rec, ZKR_EV_LOST, 3 * T), "LOST declared while the server "
+                                             "is stopped");
   int64_t suspended_at = 0, lost_at = 0, lost_sid = 0;
   int have_susp = find_event(ZKR_EV_SUSPENDED, &suspended_at, NULL);
   ok(have_susp, "SUSPENDED came first (%lld ms after the pause)",
@@ -158,19 +120,15 @@ int main(void) {
   out = zkt_sandbox("resume 1");
   ok(out != NULL, "server resumed");
   free(out);
-  ok(zkt_wait_for(connected_seen, NULL, 3 * T), "CONNECTED after resume");
+  ok(zkt_rec_wait(&rec, ZKR_EV_CONNECTED, 3 * T), "CONNECTED after resume");
   int64_t new_sid = 0;
   find_event(ZKR_EV_CONNECTED, NULL, &new_sid);
   ok(new_sid != 0 && new_sid != sid, "with a new session 0x%llx",
      (unsigned long long)new_sid);
   is(zkr__zk_exists(s, "/", zkr__deadline(5000), &res), ZKR_OK,
      "operations work again");
-  pthread_mutex_lock(&mu);
-  int bad_order = 0;
-  for (int i = 0; i < nev; i++)
-    if (evs[i] == ZKR_EV_RECONNECTED)
-      bad_order = 1; /* the old session must never come back */
-  pthread_mutex_unlock(&mu);
+  /* the old session must never come back */
+  int bad_order = zkt_rec_find(&rec, ZKR_EV_RECONNECTED, NULL, NULL);
   ok(!bad_order, "the lost session never reconnects");
   zkr_session_close(s);
   slow_connect(hosts, 0);

@@ -11,66 +11,13 @@
 #include "zkr-private.h"
 #include "zkt.h"
 
-/* ---- a listener that records events ---- */
-#define MAXEV 64
-struct rec {
-  pthread_mutex_t mu;
-  int n;
-  zkr_session_event ev[MAXEV];
-  int64_t sid[MAXEV];
-  int64_t at[MAXEV];
-  int deadlk_rc; /* what a blocking call from the listener returned */
-};
-
-static void rec_init(struct rec *r) {
-  memset(r, 0, sizeof *r);
-  pthread_mutex_init(&r->mu, NULL);
-  r->deadlk_rc = 1;
+/* ---- a listener that records events, and checks that a blocking call
+ * from it fails (zkt_rec with probe_blocking) ---- */
+static void rec_init(zkt_rec *r) {
+  zkt_rec_init(r);
+  r->probe_blocking = 1;
 }
 
-static void rec_fn(zkr_session *s, zkr_session_event ev, int64_t sid,
-                   void *ud) {
-  struct rec *r = ud;
-  int rc = zkr_session_wait_connected(s, 1000);
-  pthread_mutex_lock(&r->mu);
-  if (r->n < MAXEV) {
-    r->ev[r->n] = ev;
-    r->sid[r->n] = sid;
-    r->at[r->n] = zkt_now_ms();
-    r->n++;
-  }
-  r->deadlk_rc = rc;
-  pthread_mutex_unlock(&r->mu);
-}
-
-struct want {
-  struct rec *r;
-  int n;
-};
-static int have_n(void *arg) {
-  struct want *w = arg;
-  pthread_mutex_lock(&w->r->mu);
-  int n = w->r->n;
-  pthread_mutex_unlock(&w->r->mu);
-  return n >= w->n;
-}
-static int wait_events(struct rec *r, int n, int64_t ms) {
-  struct want w = {r, n};
-  return zkt_wait_for(have_n, &w, ms);
-}
-
-static void seq_str(struct rec *r, char *buf, size_t len) {
-  pthread_mutex_lock(&r->mu);
-  buf[0] = '\0';
-  for (int i = 0; i < r->n; i++) {
-    size_t l = strlen(buf);
-    snprintf(buf + l, len - l, "%s%s", i ? "," : "",
-             zkr_session_event_name(r->ev[i]));
-  }
-  pthread_mutex_unlock(&r->mu);
-}
-
-/* ---- log hook ---- */
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int log_zk_lines, log_zkr_lines;
 static void log_fn(zkr_log_level level, const char *msg, void *ud) {
@@ -141,7 +88,7 @@ static void test_bad_arguments(const char *hosts) {
   is(zkr_session_close(NULL), ZKR_OK, "close(NULL) is a no-op");
   is(zkr_session_state_get(NULL), ZKR_STATE_CLOSED, "state of NULL");
   is(zkr_session_id(NULL), 0, "id of NULL");
-  is(zkr_session_add_listener(NULL, rec_fn, NULL, NULL), ZKR_EINVAL,
+  is(zkr_session_add_listener(NULL, zkt_rec_fn, NULL, NULL), ZKR_EINVAL,
      "add_listener(NULL) refused");
   is(zkr_session_wait_connected(NULL, 0), ZKR_EINVAL,
      "wait_connected(NULL) refused");
@@ -164,14 +111,14 @@ static void test_connect_close(const char *hosts) {
      "NULL listener refused");
   is(zkr_session_remove_listener(s, 12345), ZKR_EINVAL,
      "removing an unknown listener refused");
-  struct rec r;
+  zkt_rec r;
   rec_init(&r);
   uint64_t id = 0;
-  is(zkr_session_add_listener(s, rec_fn, &r, &id), ZKR_OK, "add listener");
+  is(zkr_session_add_listener(s, zkt_rec_fn, &r, &id), ZKR_OK, "add listener");
   is(zkr_session_close(s), ZKR_OK, "close");
   is(r.n, 1, "listener got one event at close");
   is(r.ev[0], ZKR_EV_CLOSED, "... CLOSED");
-  is(r.deadlk_rc, ZKR_EDEADLK,
+  is(r.blocking_rc, ZKR_EDEADLK,
      "a blocking call from a listener fails with "
      "ZKR_EDEADLK");
 }
@@ -203,16 +150,16 @@ static void test_restart(const char *hosts) {
   zkr_session_opts_free(o);
   if (!s)
     return;
-  struct rec r;
+  zkt_rec r;
   rec_init(&r);
-  zkr_session_add_listener(s, rec_fn, &r, NULL);
+  zkr_session_add_listener(s, zkt_rec_fn, &r, NULL);
   int64_t sid = zkr_session_id(s);
   char *out = zkt_sandbox("restart 1");
   ok(out != NULL, "server restarted");
   free(out);
-  ok(wait_events(&r, 2, 15000), "two events within 15 s");
+  ok(zkt_rec_wait_n(&r, 2, 15000), "two events within 15 s");
   char seq[256];
-  seq_str(&r, seq, sizeof seq);
+  zkt_rec_str(&r, seq, sizeof seq);
   ok(strcmp(seq, "SUSPENDED,RECONNECTED") == 0,
      "restart: SUSPENDED then RECONNECTED (got %s)", seq);
   ok(r.sid[0] == sid && r.sid[1] == sid, "same session id");
@@ -228,9 +175,9 @@ static void test_expiry(const char *hosts) {
   zkr_session_opts_free(o);
   if (!s)
     return;
-  struct rec r;
+  zkt_rec r;
   rec_init(&r);
-  zkr_session_add_listener(s, rec_fn, &r, NULL);
+  zkr_session_add_listener(s, zkt_rec_fn, &r, NULL);
   int64_t sid = zkr_session_id(s);
   is(zkt_expire(hosts, s), 0, "session expired with a second handle");
   /* The takeover by the second handle may first show as SUSPENDED and
@@ -248,7 +195,7 @@ static void test_expiry(const char *hosts) {
     usleep(10000);
   }
   char seq[256];
-  seq_str(&r, seq, sizeof seq);
+  zkt_rec_str(&r, seq, sizeof seq);
   ok(i >= 0, "LOST then CONNECTED seen (%s)", seq);
   if (i < 0)
     i = 0;
@@ -269,10 +216,8 @@ static void test_expiry(const char *hosts) {
   is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect without renewal");
   zkr_session_opts_free(o);
   rec_init(&r);
-  zkr_session_add_listener(s, rec_fn, &r, NULL);
+  zkr_session_add_listener(s, zkt_rec_fn, &r, NULL);
   is(zkt_expire(hosts, s), 0, "expired");
-  struct rec *rp = &r;
-  (void)rp;
   int64_t end = zkt_now_ms() + 15000;
   while (zkr_session_state_get(s) != ZKR_STATE_LOST && zkt_now_ms() < end)
     usleep(10000);
@@ -387,7 +332,7 @@ static void test_refs_outlive_close(const char *hosts) {
      "operations fail with ZKR_ECLOSED");
   is(zkr_session_wait_connected(s, 100), ZKR_ECLOSED,
      "wait_connected: ZKR_ECLOSED");
-  is(zkr_session_add_listener(s, rec_fn, NULL, NULL), ZKR_ECLOSED,
+  is(zkr_session_add_listener(s, zkt_rec_fn, NULL, NULL), ZKR_ECLOSED,
      "add_listener: ZKR_ECLOSED");
   is(zkr__session_post(s, free, NULL), ZKR_ECLOSED, "post: ZKR_ECLOSED");
   is(zkr_session_close(s), ZKR_ECLOSED, "a second close: ZKR_ECLOSED");

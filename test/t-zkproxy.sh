@@ -11,41 +11,8 @@
 # shellcheck disable=SC2317  # functions run from traps
 
 set -u
-
-here=$(cd "$(dirname "$0")" && pwd)
-py=/usr/bin/python3 # Debian's python3-kazoo, not a python3 found in PATH
-
-skip_all() {
-	if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then
-		echo "Bail out! would skip, but ZKR_TEST_NO_SKIP=1: $*"
-		exit 1
-	fi
-	echo "1..0 # SKIP $*"
-	exit 0
-}
-
-if [ -n "${abs_top_builddir:-}" ]; then
-	proxy=$abs_top_builddir/test/zkproxy
-else
-	proxy=./test/zkproxy
-fi
-[ -x "$proxy" ] || skip_all "$proxy is not built"
-"$py" -c 'import kazoo' 2>/dev/null ||
-	skip_all "$py cannot import kazoo (apt-get install python3-kazoo)"
-if ! command -v java >/dev/null 2>&1 || [ ! -f "${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}/zookeeper.jar" ]; then
-	skip_all "java or /usr/share/java/zookeeper.jar missing (apt-get install zookeeper default-jre-headless)"
-fi
-
-own_dir=
-if [ -z "${ZKR_SANDBOX:-}" ]; then
-	ZKR_SANDBOX=$here/../scripts/zk-sandbox
-fi
-if [ -z "${ZKR_SANDBOX_DIR:-}" ]; then
-	ZKR_SANDBOX_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zkr-t-zkproxy.XXXXXX") || exit 99
-	own_dir=$ZKR_SANDBOX_DIR
-fi
-export ZKR_SANDBOX ZKR_SANDBOX_DIR
-sb() { bash "$ZKR_SANDBOX" "$@"; }
+TESTLIB_NEEDS="proxy kazoo"
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 
 d=$ZKR_SANDBOX_DIR/zkproxy
 mkdir -p "$d" || exit 99
@@ -66,29 +33,9 @@ reap() { # reap PID: wait for it, forget it; returns its status
 	pids=("${rest[@]}")
 	return $rc
 }
-cleanup() {
-	local p
+testlib_on_exit() {
 	exec 7>&- 2>/dev/null
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	sb stop >/dev/null 2>&1
-	if [ -n "$own_dir" ]; then rm -rf "$own_dir"; fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-
-n=0
-ok() { # ok COND-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
-diag() { printf '# %s\n' "$@"; }
 
 # wait_line FILE REGEX [SECONDS]: until a line of FILE matches REGEX (grep -E)
 wait_line() {

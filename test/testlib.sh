@@ -1,38 +1,97 @@
-# Shared by the bash tests that drive test/lockworker (sourced, not run).
-# Sets: worker, hosts (after zkt_start), tmp (a private directory), pids
-# (processes killed on exit). Provides: skip, ok, wait_for, children.
+# test/testlib.sh - sourced (not run) by every shell test.
+#
+# Before sourcing, a test may set TESTLIB_NEEDS to what it needs besides
+# the ZooKeeper server (default: "worker kazoo"): any of
+#   worker   test/lockworker built        proxy   test/zkproxy built
+#   kazoo    Debian's python3-kazoo       javac   a Java compiler
+# A missing need skips the test (or bails out with ZKR_TEST_NO_SKIP=1, as
+# in CI).
+#
+# Sets: builddir, worker, proxy, py (Debian's python3), here (test/), tmp
+# (a private directory, removed at exit), pids (processes to end at exit),
+# ZKR_SANDBOX and ZKR_SANDBOX_DIR (those of test/with-zk; a test run
+# directly gets scripts/zk-sandbox and a private directory, stopped and
+# removed at exit), hosts (after zkt_start).
+# Provides: skip/skip_all, ok, diag, wait_for, pid_gone, sb, zkt_start,
+# children. A test may define testlib_on_exit, called first at exit.
 builddir=${abs_top_builddir:-.}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 worker="$builddir/test/lockworker"
+proxy="$builddir/test/zkproxy"
+py=/usr/bin/python3 # Debian's python3-kazoo, not a python3 found in PATH
 skip() {
-  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! $*"; exit 1; fi
+  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then echo "Bail out! would skip, but ZKR_TEST_NO_SKIP=1: $*"; exit 1; fi
   echo "1..0 # SKIP $*"; exit 0
 }
-[ -x "$worker" ] || skip "test/lockworker not built"
-[ -n "${ZKR_SANDBOX:-}" ] || skip "not run under test/with-zk"
-[ -r /usr/share/java/zookeeper.jar ] || skip "Debian's zookeeper is not installed"
-/usr/bin/python3 -c 'import kazoo' 2>/dev/null || skip "python3-kazoo is not installed"
+skip_all() { skip "$@"; }
+if ! command -v java >/dev/null 2>&1 || [ ! -r "${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}/zookeeper.jar" ]; then
+  skip "java or zookeeper.jar missing (apt-get install zookeeper default-jre-headless)"
+fi
+for need in ${TESTLIB_NEEDS-worker kazoo}; do
+  case $need in
+    worker) [ -x "$worker" ] || skip "test/lockworker not built" ;;
+    proxy) [ -x "$proxy" ] || skip "test/zkproxy not built" ;;
+    kazoo) "$py" -c 'import kazoo' 2>/dev/null || skip "$py cannot import kazoo (apt-get install python3-kazoo)" ;;
+    javac) command -v javac >/dev/null 2>&1 || skip "javac missing (apt-get install default-jdk-headless)" ;;
+    *) echo "Bail out! testlib.sh: unknown need '$need'"; exit 1 ;;
+  esac
+done
+own_dir=
+if [ -z "${ZKR_SANDBOX:-}" ]; then
+  ZKR_SANDBOX=$here/../scripts/zk-sandbox
+fi
+if [ -z "${ZKR_SANDBOX_DIR:-}" ]; then
+  ZKR_SANDBOX_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zkr-test.XXXXXX") || exit 99
+  own_dir=$ZKR_SANDBOX_DIR
+fi
+export ZKR_SANDBOX ZKR_SANDBOX_DIR
+sb() { bash "$ZKR_SANDBOX" "$@"; }
 tmp=$(mktemp -d)
 pids=()
 testlib_cleanup() {
-  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+  local p
+  if declare -F testlib_on_exit >/dev/null; then testlib_on_exit; fi
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    local end=$((SECONDS + 3))
+    while ! pid_gone "$p" && [ $SECONDS -lt $end ]; do sleep 0.05; done
+    kill -9 "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  if [ -n "$own_dir" ]; then sb stop >/dev/null 2>&1; rm -rf "$own_dir"; fi
   rm -rf "$tmp"
 }
 trap testlib_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 # zkt_start [--servers N]: start the sandbox, set $hosts
 zkt_start() {
-  hosts=$("$ZKR_SANDBOX" start "$@") || { echo "Bail out! sandbox did not start"; exit 1; }
+  hosts=$(sb start "$@") || { echo "Bail out! sandbox did not start"; exit 1; }
 }
 n=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+ok() { # ok STATUS DESCRIPTION [DIRECTIVE]
+  n=$((n + 1))
+  if [ "$1" -eq 0 ]; then echo "ok $n - $2${3:+ # $3}"; else echo "not ok $n - $2${3:+ # $3}"; fi
+}
+diag() { printf '# %s\n' "$@"; }
 wait_for() { # wait_for SECONDS CMD...
   local end=$((SECONDS + $1)); shift
   while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.05; done
   return 1
 }
+# pid_gone PID: the process no longer exists (or is a zombie awaiting reaping)
+pid_gone() {
+  [ ! -e "/proc/$1" ] && return 0
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  s=${s##*) }
+  [ "${s%% *}" = Z ]
+}
 # children PATH...: total number of children of the given paths, once none
 # is left or after 20 s (nodes of sessions that died go at their expiry)
 children() {
-  /usr/bin/python3 - "$hosts" "$@" <<'PY' 2>/dev/null
+  "$py" - "$hosts" "$@" <<'PY' 2>/dev/null
 import sys, time
 from kazoo.client import KazooClient
 zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)

@@ -269,3 +269,191 @@ int zkt_proxy_stop(void) {
   proxy_pid = 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+/* ---- sessions, paths, nodes, watches ---- */
+
+zkr_session *zkt_connect(const char *hosts, int session_timeout_ms) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, session_timeout_ms);
+  int rc = zkr_session_new(&s, hosts, o);
+  zkr_session_opts_free(o);
+  if (rc != ZKR_OK)
+    tap_bail("connect to %s: %s", hosts, zkr_strerror(rc));
+  return s;
+}
+
+const char *zkt_path(const char *name) {
+  static char buf[8][512];
+  static int i;
+  char *b = buf[i++ % 8];
+  snprintf(b, 512, "%s/%s", root, name);
+  return b;
+}
+
+int zkt_children(zkr_session *s, const char *path) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  int rc = zkr__zk_children(s, path, zkr__deadline(5000), &r);
+  int n = rc == ZKR_OK ? r.names.count : -1;
+  zkr__result_clear(&r);
+  return n;
+}
+
+struct chw {
+  zkr_session *s;
+  const char *path;
+  int want;
+};
+static int children_are(void *arg) {
+  struct chw *c = arg;
+  return zkt_children(c->s, c->path) == c->want;
+}
+
+int zkt_children_become(zkr_session *s, const char *path, int want,
+                        int64_t timeout_ms) {
+  struct chw c = {s, path, want};
+  return zkt_wait_for(children_are, &c, timeout_ms);
+}
+
+int zkt_bg_idle(void *arg) {
+  return zkr__session_bg_pending(arg) == 0;
+}
+
+int zkt_settled_children(zkr_session *owner, zkr_session *reader,
+                         const char *path) {
+  zkt_wait_for(zkt_bg_idle, owner, 10000);
+  return zkt_children(reader, path);
+}
+
+int64_t zkt_watch_count(void) {
+  return zkt_mntr(1, "zk_watch_count");
+}
+
+struct wcw {
+  int64_t want;
+};
+static int watch_count_is(void *arg) {
+  return zkt_watch_count() == ((struct wcw *)arg)->want;
+}
+
+int zkt_watch_count_becomes(int64_t want, int64_t timeout_ms) {
+  struct wcw w = {want};
+  return zkt_wait_for(watch_count_is, &w, timeout_ms);
+}
+
+int zkt_watches_become(zkr_session *s, const char *path, int want,
+                       int64_t timeout_ms) {
+  int64_t end = zkt_now_ms() + timeout_ms;
+  do {
+    char first[512] = "";
+    int n = zkt_watches_of(1, zkr_session_id(s), first, sizeof first);
+    if (n == want && (want != 1 || !path || strcmp(first, path) == 0))
+      return 1;
+    usleep(20000);
+  } while (zkt_now_ms() < end);
+  return 0;
+}
+
+int zkt_queue_order(zkr_session *s, const char *path, char **out, int max) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  int n = 0;
+  if (zkr__zk_children(s, path, zkr__deadline(5000), &r) == ZKR_OK)
+    for (int i = 0; i < r.names.count && n < max; i++)
+      out[n++] = zkr__strdup(r.names.data[i]);
+  zkr__result_clear(&r);
+  for (int i = 1; i < n; i++) /* insertion sort by sequence number */
+    for (int j = i; j > 0; j--) {
+      int32_t a = 0, b = 0;
+      zkr__seq_parse(out[j - 1], &a);
+      zkr__seq_parse(out[j], &b);
+      if (zkr__seq_cmp(a, b) <= 0)
+        break;
+      char *t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+  return n;
+}
+
+/* ---- a session listener that records events ---- */
+
+void zkt_rec_init(zkt_rec *r) {
+  memset(r, 0, sizeof *r);
+  pthread_mutex_init(&r->mu, NULL);
+  r->blocking_rc = 1;
+}
+
+void zkt_rec_fn(zkr_session *s, zkr_session_event ev, int64_t sid, void *ud) {
+  zkt_rec *r = ud;
+  int rc = r->probe_blocking ? zkr_session_wait_connected(s, 1000) : 1;
+  pthread_mutex_lock(&r->mu);
+  if (r->n < ZKT_MAXEV) {
+    r->ev[r->n] = ev;
+    r->sid[r->n] = sid;
+    r->at[r->n] = zkt_now_ms();
+    r->n++;
+  }
+  if (r->probe_blocking)
+    r->blocking_rc = rc;
+  pthread_mutex_unlock(&r->mu);
+}
+
+int zkt_rec_count(zkt_rec *r) {
+  pthread_mutex_lock(&r->mu);
+  int n = r->n;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+int zkt_rec_find(zkt_rec *r, zkr_session_event ev, int64_t *at, int64_t *sid) {
+  pthread_mutex_lock(&r->mu);
+  int found = 0;
+  for (int i = 0; i < r->n && !found; i++)
+    if (r->ev[i] == ev) {
+      found = 1;
+      if (at)
+        *at = r->at[i];
+      if (sid)
+        *sid = r->sid[i];
+    }
+  pthread_mutex_unlock(&r->mu);
+  return found;
+}
+
+struct recw {
+  zkt_rec *r;
+  zkr_session_event ev;
+  int n;
+};
+static int rec_seen(void *arg) {
+  struct recw *w = arg;
+  return zkt_rec_find(w->r, w->ev, NULL, NULL);
+}
+static int rec_have_n(void *arg) {
+  struct recw *w = arg;
+  return zkt_rec_count(w->r) >= w->n;
+}
+
+int zkt_rec_wait(zkt_rec *r, zkr_session_event ev, int64_t timeout_ms) {
+  struct recw w = {r, ev, 0};
+  return zkt_wait_for(rec_seen, &w, timeout_ms);
+}
+
+int zkt_rec_wait_n(zkt_rec *r, int n, int64_t timeout_ms) {
+  struct recw w = {r, ZKR_EV_CONNECTED, n};
+  return zkt_wait_for(rec_have_n, &w, timeout_ms);
+}
+
+void zkt_rec_str(zkt_rec *r, char *buf, size_t len) {
+  pthread_mutex_lock(&r->mu);
+  buf[0] = '\0';
+  for (int i = 0; i < r->n; i++) {
+    size_t l = strlen(buf);
+    snprintf(buf + l, len - l, "%s%s", i ? "," : "",
+             zkr_session_event_name(r->ev[i]));
+  }
+  pthread_mutex_unlock(&r->mu);
+}

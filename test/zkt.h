@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include "tap.h"
+#include "zkr/zkr.h"
 
 /* Start @n servers with scripts/zk-sandbox (in $ZKR_SANDBOX_DIR, set by
  * test/with-zk) and return the connection string (static storage).
@@ -31,6 +34,56 @@ int64_t zkt_now_ms(void);
 /* Poll @cond (evaluated by the callback) every 10 ms until it holds or
  * @timeout_ms passes; returns whether it held. */
 int zkt_wait_for(int (*cond)(void *), void *arg, int64_t timeout_ms);
+
+/* A session with @session_timeout_ms; bails out if it cannot connect. */
+zkr_session *zkt_connect(const char *hosts, int session_timeout_ms);
+/* @name under zkt_root()'s root (one of 8 rotating static buffers). */
+const char *zkt_path(const char *name);
+/* Children of @path read through @s (-1 if it does not exist); wait until
+ * there are @want. */
+int zkt_children(zkr_session *s, const char *path);
+int zkt_children_become(zkr_session *s, const char *path, int want,
+                        int64_t timeout_ms);
+/* For zkt_wait_for(): session @arg has no background deletion pending. */
+int zkt_bg_idle(void *arg);
+/* Wait for @owner's background deletions, then count @path's children
+ * through @reader. */
+int zkt_settled_children(zkr_session *owner, zkr_session *reader,
+                         const char *path);
+/* All watches on server 1 (mntr's zk_watch_count: data and child
+ * watches; wchc and wchs list data watches only); wait until it is @want. */
+int64_t zkt_watch_count(void);
+int zkt_watch_count_becomes(int64_t want, int64_t timeout_ms);
+/* Wait until session @s holds @want data watches on server 1 (from wchc),
+ * the one on @path if @want is 1 and @path is not NULL. */
+int zkt_watches_become(zkr_session *s, const char *path, int want,
+                       int64_t timeout_ms);
+/* Children of @path in queue order (by sequence number) into @out (up to
+ * @max, each malloc'd); returns how many. */
+int zkt_queue_order(zkr_session *s, const char *path, char **out, int max);
+
+/* A session listener that records events: zkr_session_add_listener(s,
+ * zkt_rec_fn, &rec, NULL) after zkt_rec_init(&rec). With probe_blocking,
+ * the listener also makes a blocking call and keeps its result in
+ * blocking_rc (it must be ZKR_EDEADLK). */
+#define ZKT_MAXEV 64
+typedef struct zkt_rec {
+  pthread_mutex_t mu;
+  int n;
+  zkr_session_event ev[ZKT_MAXEV];
+  int64_t sid[ZKT_MAXEV], at[ZKT_MAXEV];
+  int probe_blocking, blocking_rc;
+} zkt_rec;
+void zkt_rec_init(zkt_rec *r);
+void zkt_rec_fn(zkr_session *s, zkr_session_event ev, int64_t sid, void *ud);
+int zkt_rec_count(zkt_rec *r);
+/* The first @ev recorded: 1 and its time and session id, or 0. */
+int zkt_rec_find(zkt_rec *r, zkr_session_event ev, int64_t *at, int64_t *sid);
+/* Wait until @ev is recorded, or until @n events are. */
+int zkt_rec_wait(zkt_rec *r, zkr_session_event ev, int64_t timeout_ms);
+int zkt_rec_wait_n(zkt_rec *r, int n, int64_t timeout_ms);
+/* The events as "CONNECTED,SUSPENDED,...". */
+void zkt_rec_str(zkt_rec *r, char *buf, size_t len);
 
 /* test/zkproxy between the client and @target ("host:port"): returns the
  * port it listens on (in a directory of its own under the sandbox's). */
