@@ -176,6 +176,7 @@ kill -CONT $e
 wait $e; st=$?
 [ $st -eq 75 ]
 ok $? "resumed zkr-lock exits 75 (got $st)"
+[ $st -eq 75 ] || sed 's/^/# e.err: /' "$tmp/e.err"
 grep -q "lost" "$tmp/e.err" && grep -q "SIGKILL" "$tmp/e.err"
 ok $? "it reported the loss, sent SIGTERM, then SIGKILL after --kill-after"
 cpid=$(cat "$tmp/e.pid")
