@@ -3,6 +3,9 @@
  * and "every earlier contender blocks me" over the queue engine, plus its
  * public wrappers. Everything else is the engine's (queue.c) or a shared
  * recipe service's (recipe.c).
+ *
+ * The same object, made with another policy and a gate by
+ * zkr__mutex_make(), is each half of a read-write lock (rwlock.c).
  */
 #include "config.h"
 
@@ -25,6 +28,8 @@ struct zkr_mutex {
   void *state_ud;
   zkr_acquire_fn async_fn; /* one acquisition at a time */
   void *async_ud;
+  zkr__gate_fn gate; /* a half of a read-write lock: checked first */
+  void *gate_ctx;
 };
 
 /* The policy: the engine's defaults (every earlier contender blocks; hold
@@ -99,8 +104,9 @@ static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
     m->state_fn(m, zkr__lock_state_of(st), m->state_ud);
 }
 
-int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
-                  const zkr_mutex_opts *opts) {
+int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
+                    const zkr_mutex_opts *opts, const zkr__qpolicy *pol,
+                    zkr__gate_fn gate, void *gate_ctx) {
   if (!out || !s)
     return ZKR_EINVAL;
   int rc = zkr__lock_path_check(path);
@@ -113,7 +119,7 @@ int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   char data[600];
   int dlen = zkr__contender_data(opts ? opts->id : NULL, data, sizeof data);
-  rc = zkr__queue_new(&m->q, s, path, &mutex_policy, data, dlen);
+  rc = zkr__queue_new(&m->q, s, path, pol, data, dlen);
   if (rc != ZKR_OK) {
     free(m);
     return rc;
@@ -124,16 +130,60 @@ int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
     m->state_fn = opts->state_fn;
     m->state_ud = opts->state_ud;
   }
+  m->gate = gate;
+  m->gate_ctx = gate_ctx;
+  if (gate)
+    m->owner.reentrant = 1; /* a read-write lock's halves always are */
   zkr__queue_set_state_fn(m->q, on_state, m);
   *out = m;
   return ZKR_OK;
 }
 
-void zkr_mutex_free(zkr_mutex *m) {
+int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
+                  const zkr_mutex_opts *opts) {
+  return zkr__mutex_make(out, s, path, opts, &mutex_policy, NULL, NULL);
+}
+
+void zkr__mutex_destroy(zkr_mutex *m) {
   if (m) {
     zkr__queue_free(m->q);
     free(m);
   }
+}
+
+void zkr_mutex_free(zkr_mutex *m) {
+  if (m && m->gate) {
+    zkr__log(ZKR_LOG_ERROR,
+             "zkr_mutex_free: %p is a half of a read-write "
+             "lock, not freed (free the lock with "
+             "zkr_rwlock_free())",
+             (void *)m);
+    return;
+  }
+  zkr__mutex_destroy(m);
+}
+
+int zkr__mutex_held_by_me(zkr_mutex *m) {
+  zkr__qstate st = zkr__queue_state(m->q);
+  return (st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT) &&
+         pthread_equal(atomic_load(&m->owner.thread), pthread_self());
+}
+
+zkr__queue *zkr__mutex_queue(zkr_mutex *m) {
+  return m->q;
+}
+
+/* Start an acquisition as the gate says: queue, or take a fixed node. */
+static int start(zkr_mutex *m, int64_t timeout_ms, zkr__queue_done_fn fn,
+                 void *ud) {
+  int32_t seq = 0;
+  uint64_t gen = 0;
+  int g = m->gate ? m->gate(m, m->gate_ctx, &seq, &gen) : ZKR_OK;
+  if (g == ZKR__GATE_FIXED)
+    return zkr__queue_start_fixed(m->q, seq, gen, timeout_ms, fn, ud);
+  if (g != ZKR_OK)
+    return g;
+  return zkr__queue_start(m->q, timeout_ms, fn, ud);
 }
 
 int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms) {
@@ -144,7 +194,7 @@ int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms) {
   int rc;
   if (zkr__owner_enter(&m->owner, m->q, &rc))
     return rc;
-  rc = zkr__queue_start(m->q, timeout_ms, NULL, NULL);
+  rc = start(m, timeout_ms, NULL, NULL);
   return rc == ZKR_OK ? zkr__queue_wait(m->q) : rc;
 }
 
@@ -173,7 +223,7 @@ int zkr_mutex_acquire_async(zkr_mutex *m, int64_t timeout_ms, zkr_acquire_fn fn,
   }
   m->async_fn = fn;
   m->async_ud = user_data;
-  return zkr__queue_start(m->q, timeout_ms, async_done, m);
+  return start(m, timeout_ms, async_done, m);
 }
 
 int zkr_mutex_cancel(zkr_mutex *m) {

@@ -112,6 +112,13 @@ struct zkr__queue {
   uint64_t acq;
   uint64_t attempt;
   int adopting; /* verifying a node found again after a lost reply */
+  /* A fixed node: EPHEMERAL, not sequential, named with a given sequence
+   * number, held as soon as it exists (a read-write lock's downgrade: the
+   * read node takes the held write node's number), and only in the
+   * ZooKeeper session @fixed_gen. */
+  int fixed;
+  int32_t fixed_seq;
+  uint64_t fixed_gen;
   qphase phase;
   int try_once;
   char prefix[48]; /* "_c_<uuid>-" */
@@ -614,6 +621,12 @@ static void watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
 /* Requeue: leave the queue position (our node is gone or not ours) and
  * queue again with a new create. Under mu. */
 static void requeue(zkr__queue *q) {
+  if (q->fixed) {
+    /* a fixed node gone before it was held: the write node it was
+     * anchored to may be gone too; never queue it again */
+    finish(q, ZKR_ELOCKLOST);
+    return;
+  }
   clear_node(q);
   clear_preds(q);
   q->phase = Q_CREATING;
@@ -693,6 +706,10 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
     q->czxid = stat ? stat->czxid : 0;
     if (src != ZKR_OK) {
       finish(q, src);
+    } else if (q->fixed) {
+      /* in the write node's session (a loss ends the attempt): held,
+       * nothing before it can block it */
+      finish(q, c->gen == q->fixed_gen ? ZKR_OK : ZKR_ELOCKLOST);
     } else {
       q->phase = Q_LISTING;
       step_list(q);
@@ -719,18 +736,23 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
 
 static void step_create(zkr__queue *q) {
   size_t len =
-      strlen(q->parent) + 1 + strlen(q->prefix) + strlen(q->pol->name) + 1;
+      strlen(q->parent) + 1 + strlen(q->prefix) + strlen(q->pol->name) + 12;
   char *path = malloc(len);
   if (!path) {
     finish(q, ZKR_ENOMEM);
     return;
   }
-  snprintf(path, len, "%s/%s%s", q->parent, q->prefix, q->pol->name);
+  if (q->fixed)
+    snprintf(path, len, "%s/%s%s%010d", q->parent, q->prefix, q->pol->name,
+             q->fixed_seq);
+  else
+    snprintf(path, len, "%s/%s%s", q->parent, q->prefix, q->pol->name);
   zhandle_t *zh;
   struct qctx *c = begin_request(q, &zh);
   if (c) {
     int rc = zoo_acreate2(zh, path, q->data, q->datalen, &ZOO_OPEN_ACL_UNSAFE,
-                          ZOO_EPHEMERAL_SEQUENTIAL, create_cb, c);
+                          q->fixed ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL,
+                          create_cb, c);
     zkr__session_put_zh(q->s);
     end_request(q, c, rc);
   }
@@ -1248,6 +1270,8 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
     } else if (acquiring(q)) {
       if (ev == ZKR_EV_CLOSED) {
         finish(q, ZKR_ECLOSED);
+      } else if (q->fixed) {
+        finish(q, ZKR_ELOCKLOST); /* the write node went with the session */
       } else if (zkr_session_state_get(q->s) == ZKR_STATE_LOST &&
                  !zkr__session_renews(q->s)) {
         finish(q, ZKR_ESESSIONLOST);
@@ -1259,7 +1283,9 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
     }
     break;
   case ZKR_EV_CONNECTED:
-    if (acquiring(q) && q->waiting_conn) {
+    if (acquiring(q) && q->fixed) {
+      finish(q, ZKR_ELOCKLOST); /* a new session: the write node is gone */
+    } else if (acquiring(q) && q->waiting_conn) {
       q->create_unknown = 0; /* a new session: nothing of ours is there */
       q->phase = Q_CREATING;
       resume(q);
@@ -1352,8 +1378,8 @@ void zkr__queue_free(zkr__queue *q) {
   q_unref(q);
 }
 
-int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
-                     void *ud) {
+static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
+                 void *ud, int fixed, int32_t fixed_seq, uint64_t fixed_gen) {
   pthread_mutex_lock(&q->mu);
   if (q->phase != Q_IDLE) {
     pthread_mutex_unlock(&q->mu);
@@ -1412,12 +1438,29 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   q->waiting_conn = 0;
   q->relist_after = 0;
   q->lstate = ZKR__Q_ACQUIRING;
+  q->fixed = fixed;
+  q->fixed_seq = fixed_seq;
+  q->fixed_gen = fixed_gen;
   make_prefix(q->prefix, sizeof q->prefix);
-  step_create(q);
+  if (fixed && zkr__session_generation(q->s, NULL) != fixed_gen)
+    finish(q, ZKR_ELOCKLOST); /* the write node's session is gone already */
+  else
+    step_create(q);
   /* If the create could not even be sent because the session is between
    * ZooKeeper sessions, the state hook resumes it. */
   q_unlock(q);
   return ZKR_OK;
+}
+
+int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
+                     void *ud) {
+  return start(q, timeout_ms, fn, ud, 0, 0, 0);
+}
+
+int zkr__queue_start_fixed(zkr__queue *q, int32_t seq, uint64_t gen,
+                           int64_t timeout_ms, zkr__queue_done_fn fn,
+                           void *ud) {
+  return start(q, timeout_ms, fn, ud, 1, seq, gen);
 }
 
 int zkr__queue_wait(zkr__queue *q) {
@@ -1471,6 +1514,15 @@ zkr__qstate zkr__queue_state(zkr__queue *q) {
   if (st == ZKR__Q_HELD && !zkr__session_fresh(q->s))
     st = ZKR__Q_SUSPECT;
   return st;
+}
+
+int zkr__queue_seq(zkr__queue *q, int32_t *seq, uint64_t *gen) {
+  pthread_mutex_lock(&q->mu);
+  int held = q->phase == Q_HELD && q->lstate != ZKR__Q_LOST && q->node;
+  *seq = held ? q->seq : 0;
+  *gen = q->gen;
+  pthread_mutex_unlock(&q->mu);
+  return held;
 }
 
 int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,

@@ -77,6 +77,15 @@ void zkr__queue_free(zkr__queue *q);
  * runs exactly once with the result, unless the queue is freed first. */
 int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
                      void *ud);
+/* Start an acquisition of a fixed node: EPHEMERAL, not sequential, named
+ * with sequence number @seq, in the ZooKeeper session generation @gen
+ * only, and held as soon as it exists (no listing): for a read-write
+ * lock's downgrade, where the read node takes the number of the write
+ * node this session holds, so that nothing queued after the write node
+ * can come between. ZKR_ELOCKLOST if that session is gone (at the start
+ * or while creating). */
+int zkr__queue_start_fixed(zkr__queue *q, int32_t seq, uint64_t gen,
+                           int64_t timeout_ms, zkr__queue_done_fn fn, void *ud);
 /* Wait for the result of the acquisition started last. */
 int zkr__queue_wait(zkr__queue *q);
 int zkr__queue_cancel(zkr__queue *q);
@@ -88,6 +97,8 @@ zkr__qstate zkr__queue_state(zkr__queue *q);
  * and the ZooKeeper session generation of the node. */
 int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
                     uint64_t *gen);
+/* Is it held? Also our node's sequence number and session generation. */
+int zkr__queue_seq(zkr__queue *q, int32_t *seq, uint64_t *gen);
 /* The state callback: every change of a held node's state (HELD,
  * SUSPECT, LOST), in order. */
 void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud);

@@ -87,11 +87,11 @@ static int held(zkr__queue *q) {
 
 int zkr__owner_enter(zkr__owner *o, zkr__queue *q, int *rc) {
   if (!held(q)) {
-    o->thread = pthread_self();
+    atomic_store(&o->thread, pthread_self());
     atomic_store(&o->extra, 0);
     return 0;
   }
-  if (o->reentrant && pthread_equal(o->thread, pthread_self())) {
+  if (o->reentrant && pthread_equal(atomic_load(&o->thread), pthread_self())) {
     atomic_fetch_add(&o->extra, 1);
     *rc = ZKR_OK;
   } else {
@@ -105,7 +105,8 @@ void zkr__owner_undo(zkr__owner *o) {
 }
 
 int zkr__owner_release(zkr__owner *o, zkr__queue *q) {
-  if (held(q) && o->reentrant && !pthread_equal(o->thread, pthread_self()) &&
+  if (held(q) && o->reentrant &&
+      !pthread_equal(atomic_load(&o->thread), pthread_self()) &&
       !zkr__tls_in_callback)
     return ZKR_EBUSY;
   if (atomic_load(&o->extra) > 0) {
@@ -208,8 +209,10 @@ static void mark_holders(zkr_participant *arr, size_t n, zkr__policy_of pol_of,
     const zkr__qpolicy *pol = pol_of(arr[i].node, ctx);
     int blockers = 0;
     for (size_t j = 0; j < i; j++)
-      if (!pol->blocks || pol->blocks(arr[j].node, pol->ctx))
-        blockers++;
+      if (zkr__seq_cmp(arr[j].seq, arr[i].seq) < 0 &&
+          (!pol->blocks || pol->blocks(arr[j].node, pol->ctx)))
+        blockers++; /* an equal number (a downgrade's read node and its
+                       write node) blocks neither */
     arr[i].is_holder =
         pol->holds ? pol->holds(blockers, pol->ctx) != 0 : blockers == 0;
   }

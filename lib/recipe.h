@@ -31,8 +31,9 @@ zkr_lock_state zkr__lock_state_of(zkr__qstate st);
  * the node once; the extra holds of the owner thread are counted here. */
 typedef struct zkr__owner {
   int reentrant;
-  pthread_t thread; /* the thread that acquired */
-  atomic_int extra; /* holds beyond the first */
+  _Atomic(pthread_t) thread; /* the thread that acquired (another half of a
+                                read-write lock reads it) */
+  atomic_int extra;          /* holds beyond the first */
 } zkr__owner;
 
 /* Before an acquisition: if @q is held, returns 1 with *rc ZKR_OK (the
@@ -65,5 +66,25 @@ typedef const zkr__qpolicy *(*zkr__policy_of)(const char *name, void *ctx);
 int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
                       void *ctx, int64_t timeout_ms, zkr_participant **out,
                       size_t *count);
+
+/* ---- mutex objects of other policies (mutex.c) ---- */
+
+/* A gate, checked before a mutex object starts an acquisition (each half
+ * of a read-write lock has one): ZKR_OK to queue as usual,
+ * ZKR__GATE_FIXED with *seq and *gen set to take a fixed node at once
+ * (zkr__queue_start_fixed: the downgrade), or an error code to refuse. */
+#define ZKR__GATE_FIXED 1
+typedef int (*zkr__gate_fn)(zkr_mutex *m, void *ctx, int32_t *seq,
+                            uint64_t *gen);
+/* A zkr_mutex with policy @pol; with a @gate it is a half of a read-write
+ * lock: always reentrant, and zkr_mutex_free() refuses it. */
+int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
+                    const zkr_mutex_opts *opts, const zkr__qpolicy *pol,
+                    zkr__gate_fn gate, void *gate_ctx);
+/* Free any mutex object, a half included. */
+void zkr__mutex_destroy(zkr_mutex *m);
+/* Held (HELD or SUSPECT) and acquired by the calling thread? */
+int zkr__mutex_held_by_me(zkr_mutex *m);
+zkr__queue *zkr__mutex_queue(zkr_mutex *m);
 
 #endif

@@ -52,7 +52,10 @@ extern "C" {
   XX(EZK, -520, "unexpected ZooKeeper error")                                  \
   XX(EWOULDBLOCK, -521, "held by another contender")                           \
   XX(EBADVERSION, -522, "node version does not match")                         \
-  XX(EEPHEMERAL, -523, "parent is an ephemeral node (it cannot have children)")
+  XX(EEPHEMERAL, -523,                                                         \
+     "parent is an ephemeral node (it cannot have children)")                  \
+  XX(EUPGRADE, -524,                                                           \
+     "upgrade refused: this thread holds the read lock; release it first")
 
 /** Error codes; see zkr_strerror(). */
 typedef enum zkr_error {

@@ -7,5 +7,6 @@
 #include <zkr/session.h>
 #include <zkr/lock.h>
 #include <zkr/mutex.h>
+#include <zkr/rwlock.h>
 
 #endif /* ZKR_ZKR_H */
