@@ -997,9 +997,11 @@ static void children_watch_cb(zkr_session *s, int type, const char *path,
 /* Under mu: no blocker of the last listing is left. Held, without a
  * request; but with watch_held, which promises that a deletion of our node
  * by someone else is noticed, list once more to see that it is still
- * there (a listing proves it; a watch event does not). */
+ * there (a listing proves it; a watch event does not); and with the
+ * policy's verify, to see that no blocker with a lower number appeared
+ * after the listing (a downgrade's read node). */
 static void none_left(zkr__queue *q) {
-  if (q->watch_held)
+  if (q->watch_held || q->pol->verify)
     relist(q);
   else
     finish(q, ZKR_OK);

@@ -47,6 +47,11 @@ typedef struct zkr__qpolicy {
   int (*holds)(int blockers, void *ctx);
   zkr__qwait wait;
   zkr__qloss on_loss;
+  /* list the children once more before holding when the last blocker of
+   * the last listing is seen gone: for a contender that a node created
+   * after its listing with a lower number can block (the read-write lock's
+   * writer, before which a downgrade's read node can appear) */
+  int verify;
   void *ctx;
 } zkr__qpolicy;
 
