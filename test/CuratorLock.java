@@ -22,6 +22,13 @@
  *                         deleted) print "LOST" and exit 75
  *     --id TEXT           contender id stored in the node (default: Curator's,
  *                         the local address)
+ *     --recipe R          mutex (default); read or write: that side of
+ *                         InterProcessReadWriteLock; mixed: each iteration
+ *                         reads with probability 0.8. With --resource, the
+ *                         same overlap check as lockworker's (a reader
+ *                         creates FILE.r.<pid> and checks FILE.holder; a
+ *                         writer creates FILE.holder and checks FILE.r.*);
+ *                         ACQ lines end with R or W and the readers inside
  *     --wait-file FILE    (not in lockworker) connect first, print "READY"
  *                         on stdout, then wait until FILE exists before the
  *                         first acquire: the test starts the JVM early and
@@ -41,12 +48,16 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.lang.reflect.Method;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.CuratorWatcher;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.WatchedEvent;
@@ -75,6 +86,30 @@ public final class CuratorLock {
   }
 
   private static volatile boolean lost;
+
+  /* getLockPath() of any InterProcessMutex (the read-write lock's halves
+   * are ones too), which is protected */
+  private static String lockPath(InterProcessMutex m) {
+    try {
+      Method g = InterProcessMutex.class.getDeclaredMethod("getLockPath");
+      g.setAccessible(true);
+      return (String) g.invoke(m);
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
+  /* how many "<base>.r.*" files are beside @res */
+  private static int readersInside(String res) {
+    Path p = Paths.get(res).toAbsolutePath();
+    String prefix = p.getFileName().toString() + ".r.";
+    try (Stream<Path> s = Files.list(p.getParent())) {
+      return (int) s.filter(f -> f.getFileName().toString().startsWith(prefix))
+          .count();
+    } catch (IOException e) {
+      return -1;
+    }
+  }
 
   private static long nowMs() {
     return System.nanoTime() / 1000000L;
@@ -145,6 +180,7 @@ public final class CuratorLock {
         waitFile = null;
     long iterations = 1, holdMs = 10, timeoutMs = -1, sessionMs = 10000;
     boolean forever = false;
+    String recipe = "mutex";
     for (int i = 0; i < argv.length; i++) {
       String a = argv[i];
       if (a.equals("--hold-forever")) {
@@ -168,11 +204,13 @@ public final class CuratorLock {
       case "--recipe":
         /* the Curator recipe to contend with: InterProcessMutex; the
          * read-write lock, the semaphore and the election add theirs */
-        if (!v.equals("mutex")) {
+        if (!v.equals("mutex") && !v.equals("read") && !v.equals("write")
+            && !v.equals("mixed")) {
           System.err.println("CuratorLock: unknown recipe '" + v
-              + "' (known: mutex)");
+              + "' (known: mutex, read, write, mixed)");
           System.exit(64);
         }
+        recipe = v;
         break;
       default: usage();
       }
@@ -205,11 +243,25 @@ public final class CuratorLock {
       while (!Files.exists(go))
         Thread.sleep(5);
     }
-    Mutex m = new Mutex(client, path,
-        id == null ? null : id.getBytes(StandardCharsets.UTF_8));
+    Mutex mutex = null;
+    InterProcessReadWriteLock rw = null;
+    if (recipe.equals("mutex"))
+      mutex = new Mutex(client, path,
+          id == null ? null : id.getBytes(StandardCharsets.UTF_8));
+    else if (id == null)
+      rw = new InterProcessReadWriteLock(client, path);
+    else
+      rw = new InterProcessReadWriteLock(client, path,
+          id.getBytes(StandardCharsets.UTF_8));
     Path holder = res == null ? null : Paths.get(res + ".holder");
+    Path mine = res == null ? null : Paths.get(res + ".r." + pid());
+    Random rnd = new Random(pid());
     int status = 0;
     for (long it = 0; it < (forever ? 1 : iterations); it++) {
+      boolean reading = recipe.equals("read")
+          || (recipe.equals("mixed") && rnd.nextInt(10) < 8);
+      InterProcessMutex m = rw == null ? mutex
+          : reading ? rw.readLock() : rw.writeLock();
       boolean got;
       try {
         if (timeoutMs < 0) {
@@ -228,7 +280,7 @@ public final class CuratorLock {
         status = 1;
         break;
       }
-      String node = m.node();
+      String node = lockPath(m);
       long token = -1;
       try {
         Stat st = client.checkExists().forPath(node);
@@ -237,8 +289,34 @@ public final class CuratorLock {
       } catch (Exception e) {
         /* token stays -1 */
       }
+      boolean overlap = false;
+      int inside = 0;
+      if (holder != null && reading) {
+        try {
+          Files.createFile(mine);
+        } catch (FileAlreadyExistsException e) {
+          /* left from an earlier iteration: still ours */
+        }
+        overlap = Files.exists(holder);
+        inside = readersInside(res);
+      } else if (holder != null) {
+        try {
+          Files.createFile(holder); /* O_CREAT|O_EXCL */
+        } catch (FileAlreadyExistsException e) {
+          overlap = true;
+        }
+        if (!overlap && rw != null)
+          overlap = readersInside(res) > 0;
+      }
       append(logf, "ACQ " + pid() + " " + seqOf(node) + " " + token + " "
-          + nowMs() + "\n");
+          + nowMs() + " " + (reading ? "R" : "W") + " " + inside + "\n");
+      if (overlap) {
+        System.err.println("CuratorLock " + pid() + ": OVERLAP: a "
+            + (reading ? "reader found a writer" : "writer found another holder")
+            + " inside");
+        status = 3;
+        break;
+      }
       if (forever) {
         System.out.println("HELD " + node + " " + token);
         System.out.flush();
@@ -254,19 +332,9 @@ public final class CuratorLock {
           Thread.sleep(10);
         }
       }
-      if (holder != null) {
-        try {
-          Files.createFile(holder); /* O_CREAT|O_EXCL */
-        } catch (FileAlreadyExistsException e) {
-          System.err.println("CuratorLock " + pid() + ": OVERLAP: " + holder
-              + " exists");
-          status = 3;
-          break;
-        }
-      }
       Thread.sleep(holdMs);
       if (holder != null)
-        Files.deleteIfExists(holder);
+        Files.deleteIfExists(reading ? mine : holder);
       append(logf, "REL " + pid() + " " + seqOf(node) + " " + token + " "
           + nowMs() + "\n");
       try {

@@ -16,12 +16,23 @@
  *                         every 10 ms: while held, append "TOUCH pid t_ms"
  *                         to --log; when not held, print "LOST" and exit 75
  *     --id TEXT           contender id stored in the node
+ *     --recipe R          mutex (default); read or write: that side of the
+ *                         read-write lock; mixed: each iteration reads
+ *                         with probability 0.8, else writes. With
+ *                         --resource, a reader creates FILE.r.<pid> and
+ *                         checks that FILE.holder does not exist; a writer
+ *                         creates FILE.holder and checks that no FILE.r.*
+ *                         exists (either side sees an overlap). ACQ lines
+ *                         end with R or W and the number of readers
+ *                         inside, the caller's included.
  * Exit: 0 done, 1 acquire failed, 3 overlap seen, 75 lock lost, 64 usage.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +63,24 @@ static int32_t seq_of(const char *node) {
   return n >= 10 ? (int32_t)strtol(node + n - 10, NULL, 10) : -1;
 }
 
+/* How many "<base>.r.*" files are in @res's directory. */
+static int readers_inside(const char *res) {
+  char dirbuf[4096], basebuf[4096], prefix[4200];
+  snprintf(dirbuf, sizeof dirbuf, "%s", res);
+  snprintf(basebuf, sizeof basebuf, "%s", res);
+  snprintf(prefix, sizeof prefix, "%s.r.", basename(basebuf));
+  DIR *d = opendir(dirname(dirbuf));
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+      n++;
+  closedir(d);
+  return n;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: lockworker --servers HOSTS --path PATH [--iterations"
                   " N] [--hold-ms MS] [--timeout-ms MS] [--session-ms MS] "
@@ -65,6 +94,7 @@ int main(int argc, char **argv) {
              *id = NULL;
   long iterations = 1, hold_ms = 10, timeout_ms = -1, session_ms = 10000;
   int forever = 0;
+  const char *recipe = "mutex";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -96,10 +126,15 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--recipe") == 0) {
       /* the recipe this worker contends with: the read-write lock, the
        * semaphore and the election add theirs here */
-      if (strcmp(v, "mutex") != 0) {
-        fprintf(stderr, "lockworker: unknown recipe '%s' (known: mutex)\n", v);
+      if (strcmp(v, "mutex") != 0 && strcmp(v, "read") != 0 &&
+          strcmp(v, "write") != 0 && strcmp(v, "mixed") != 0) {
+        fprintf(stderr,
+                "lockworker: unknown recipe '%s' (known: mutex, read, "
+                "write, mixed)\n",
+                v);
         exit(64);
       }
+      recipe = v;
     } else
       usage();
   }
@@ -122,18 +157,29 @@ int main(int argc, char **argv) {
   if (id)
     zkr_mutex_opts_set_id(mo, id);
   zkr_mutex *m = NULL;
-  rc = zkr_mutex_new(&m, s, path, mo);
+  zkr_rwlock *rw = NULL;
+  if (strcmp(recipe, "mutex") == 0)
+    rc = zkr_mutex_new(&m, s, path, mo);
+  else
+    rc = zkr_rwlock_new(&rw, s, path, mo);
   zkr_mutex_opts_free(mo);
+  srand((unsigned)getpid());
   if (rc != ZKR_OK) {
     fprintf(stderr, "lockworker: %s\n", zkr_strerror(rc));
     return 1;
   }
-  char holder[4096] = "";
-  if (res)
+  char holder[4096] = "", mine[4200] = "";
+  if (res) {
     snprintf(holder, sizeof holder, "%s.holder", res);
+    snprintf(mine, sizeof mine, "%s.r.%ld", res, (long)getpid());
+  }
   char line[600], node[1200];
   int status = 0;
   for (long it = 0; it < (forever ? 1 : iterations); it++) {
+    int reading = strcmp(recipe, "read") == 0 ||
+                  (strcmp(recipe, "mixed") == 0 && rand() % 10 < 8);
+    if (rw)
+      m = reading ? zkr_rwlock_read_lock(rw) : zkr_rwlock_write_lock(rw);
     rc = zkr_mutex_acquire(m, timeout_ms);
     if (rc != ZKR_OK) {
       fprintf(stderr, "lockworker %ld: acquire: %s\n", (long)getpid(),
@@ -143,9 +189,34 @@ int main(int argc, char **argv) {
     }
     zkr_mutex_node(m, node, sizeof node);
     int64_t token = zkr_mutex_fencing_token(m);
-    snprintf(line, sizeof line, "ACQ %ld %d %lld %lld\n", (long)getpid(),
-             seq_of(node), (long long)token, (long long)now_ms());
+    int overlap = 0, inside = 0;
+    if (res && reading) {
+      /* first announce, then look: a writer does the same the other way
+       * round, so one of the two sees the other */
+      int fd = open(mine, O_WRONLY | O_CREAT, 0644);
+      if (fd >= 0)
+        close(fd);
+      overlap = access(holder, F_OK) == 0;
+      inside = readers_inside(res);
+    } else if (res) {
+      int fd = open(holder, O_WRONLY | O_CREAT | O_EXCL, 0644);
+      overlap = fd < 0;
+      if (fd >= 0)
+        close(fd);
+      if (!overlap && rw)
+        overlap = readers_inside(res) > 0;
+    }
+    snprintf(line, sizeof line, "ACQ %ld %d %lld %lld %c %d\n", (long)getpid(),
+             seq_of(node), (long long)token, (long long)now_ms(),
+             reading ? 'R' : 'W', inside);
     append(logf, line);
+    if (overlap) {
+      fprintf(stderr, "lockworker %ld: OVERLAP: a %s found %s\n",
+              (long)getpid(), reading ? "reader" : "writer",
+              reading ? "a writer inside" : "another holder inside");
+      status = 3;
+      break;
+    }
     if (forever) {
       printf("HELD %s %lld\n", node, (long long)token);
       for (;;) {
@@ -162,19 +233,9 @@ int main(int argc, char **argv) {
         usleep(10000);
       }
     }
-    if (res) {
-      int fd = open(holder, O_WRONLY | O_CREAT | O_EXCL, 0644);
-      if (fd < 0) {
-        fprintf(stderr, "lockworker %ld: OVERLAP: %s exists\n", (long)getpid(),
-                holder);
-        status = 3;
-        break;
-      }
-      close(fd);
-    }
     usleep((useconds_t)hold_ms * 1000);
     if (res)
-      unlink(holder);
+      unlink(reading ? mine : holder);
     snprintf(line, sizeof line, "REL %ld %d %lld %lld\n", (long)getpid(),
              seq_of(node), (long long)token, (long long)now_ms());
     append(logf, line);
@@ -185,7 +246,10 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  zkr_mutex_free(m);
+  if (rw)
+    zkr_rwlock_free(rw);
+  else
+    zkr_mutex_free(m);
   zkr_session_close(s);
   return status;
 }

@@ -153,7 +153,7 @@ check_log() {
 	END { if (!bad) print "ok" order }' "$1"
 }
 
-echo "1..21"
+echo "1..28"
 
 # ---------------------------------------------------------------- set-up
 t0=$SECONDS
@@ -432,6 +432,64 @@ ok $? "no child node left under either lock"
 st=$?
 [ $st -eq 64 ] && grep -q "unknown recipe 'bogus'" "$d/recipe.err"
 ok $? "the Curator fixture refuses an unknown --recipe (exit $st)"
+
+# ------------------------------------------- the read-write lock
+# Curator's InterProcessReadWriteLock and zkr's share a path: readers of
+# either library hold together, a writer of either excludes everyone.
+L=/interop/rwlock
+cur --path "$L" --recipe read --hold-forever --session-ms 2000 >"$d/cr.out" 2>"$d/cr.err" &
+cr=$!
+pids+=("$cr")
+wait_line "$d/cr.out" '^HELD ' 15
+ok $? "a Curator reader holds $L ($(awk '$1 == "HELD" {print $2; exit}' "$d/cr.out" | sed 's|.*/||'))"
+(zkr --path "$L" --recipe read --timeout-ms 5000) >/dev/null 2>"$d/zr.err"
+r1=$?
+(zkr --path "$L" --recipe write --timeout-ms 500) >/dev/null 2>"$d/zw2.err"
+r2=$?
+[ $r1 -eq 0 ] && [ $r2 -eq 1 ] && [ "$(kz wait-count "$L" 1 5)" = 1 ]
+ok $? "beside it a zkr reader holds (exit $r1) and a zkr writer times out (exit $r2), leaving no node"
+stop "$cr"
+[ "$(kz wait-count "$L" 0 15)" = 0 ]
+ok $? "the Curator reader's node goes with its session"
+
+zkr --path "$L" --recipe read --hold-forever --session-ms 2000 >"$d/zr2.out" 2>"$d/zr2.err" &
+zr=$!
+pids+=("$zr")
+wait_line "$d/zr2.out" '^HELD ' 10
+ok $? "a zkr reader holds $L"
+(cur --path "$L" --recipe read --timeout-ms 5000) >/dev/null 2>"$d/cr2.err"
+r1=$?
+(cur --path "$L" --recipe write --timeout-ms 500) >/dev/null 2>"$d/cw2.err"
+r2=$?
+[ $r1 -eq 0 ] && [ $r2 -eq 1 ] && [ "$(kz wait-count "$L" 1 5)" = 1 ]
+ok $? "beside it a Curator reader holds (exit $r1) and a Curator writer times out (exit $r2), leaving no node"
+stop "$zr"
+[ "$(kz wait-count "$L" 0 15)" = 0 ]
+ok $? "the zkr reader's node goes with its session"
+
+# Mixed: 3 zkr and 3 Curator processes, each operation a read with
+# probability 0.8, on one resource with an overlap check on both sides.
+: >"$d/rw.log"
+rws=()
+for i in 1 2 3; do
+	zkr --path "$L" --recipe mixed --iterations 15 --hold-ms 5 \
+		--log "$d/rw.log" --resource "$d/rw.res" --timeout-ms 60000 2>>"$d/rw.err" &
+	rws+=($!)
+	pids+=($!)
+	cur --path "$L" --recipe mixed --iterations 15 --hold-ms 5 \
+		--log "$d/rw.log" --resource "$d/rw.res" --timeout-ms 60000 2>>"$d/rw.err" &
+	rws+=($!)
+	pids+=($!)
+done
+bad=0
+for p in "${rws[@]}"; do
+	finish "$p" 120 || bad=$((bad + 1))
+done
+acq=$(grep -c '^ACQ' "$d/rw.log")
+maxin=$(awk '$1 == "ACQ" && $6 == "R" && $7 > m {m = $7} END {print m + 0}' "$d/rw.log")
+[ $bad -eq 0 ] && [ "$acq" = 90 ] && [ "$(kz wait-count "$L" 0 10)" = 0 ]
+ok $? "6 mixed processes (3 zkr, 3 Curator): 90 acquisitions, no overlap seen by either side, at most $maxin readers inside at once, no node left"
+[ $bad -eq 0 ] || diag "$(sort "$d/rw.err" | uniq -c | head -5)"
 
 diag "took $((SECONDS - t_start)) s"
 exit 0

@@ -1,6 +1,7 @@
 /*
  * zkr-lock - run a command while holding a zkr mutex: flock(1) across
- * machines.
+ * machines. With --read (--shared) or --write (--exclusive), the read or
+ * the write side of the read-write lock at PATH instead.
  *
  *   zkr-lock [options] PATH [--] COMMAND [ARG...]
  *
@@ -110,12 +111,26 @@ static void msg(const char *fmt, ...) {
   fprintf(stderr, "%s: %s\n", prog, buf);
 }
 
+static zkr_rwlock *rw_lock; /* with --read/--write: m is one of its halves */
+
+/* Free the lock object: the mutex, or the read-write lock m belongs to. */
+static void free_lock(zkr_mutex *m) {
+  if (rw_lock)
+    zkr_rwlock_free(rw_lock);
+  else
+    free_lock(m);
+}
+
 static void help(void) {
   printf(
       "Usage: %s [options] PATH [--] COMMAND [ARG...]\n"
       "Run COMMAND while holding the zkr mutex at the ZooKeeper path PATH;\n"
       "exit with COMMAND's exit status.\n"
       "\n"
+      "  -r, --read, --shared       take the read side of the read-write lock\n"
+      "                             at PATH: readers run together\n"
+      "  -w, --write, --exclusive   take its write side: alone, after the\n"
+      "                             readers and writers queued before\n"
       "  -s, --servers HOSTS        ZooKeeper connection string (default:\n"
       "                             $ZKR_SERVERS, else 127.0.0.1:2181)\n"
       "  -t, --timeout SECONDS      wait at most SECONDS for the lock (0: try\n"
@@ -367,21 +382,14 @@ static void run_guard(char **cmd, char **env, const sigset_t *oldmask, int life,
   _exit(0);
 }
 
-enum {
-  OPT_SESSION = 256,
-  OPT_CONNECT,
-  OPT_ID,
-  OPT_KILL_AFTER,
-  OPT_READ,
-  OPT_WRITE,
-  OPT_PERMITS
-};
+enum { OPT_SESSION = 256, OPT_CONNECT, OPT_ID, OPT_KILL_AFTER, OPT_PERMITS };
 
 int main(int argc, char **argv) {
   const char *servers = default_servers();
   int64_t timeout_ms = -1, kill_after_ms = 10000;
   long conflict = EX_CONFLICT_DEFAULT, session_ms = 10000, connect_ms = 10000;
   const char *id = NULL;
+  int side = 0; /* 'r', 'w', or 0: the mutex */
 
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
@@ -394,15 +402,17 @@ int main(int argc, char **argv) {
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
-      /* reserved for the read-write lock and the semaphore */
-      {"read", no_argument, NULL, OPT_READ},
-      {"write", no_argument, NULL, OPT_WRITE},
+      /* reserved for the semaphore */
+      {"read", no_argument, NULL, 'r'},
+      {"shared", no_argument, NULL, 'r'},
+      {"write", no_argument, NULL, 'w'},
+      {"exclusive", no_argument, NULL, 'w'},
       {"permits", required_argument, NULL, OPT_PERMITS},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int c;
   /* "+": stop at the first non-option, so COMMAND's options stay its own */
-  while ((c = getopt_long(argc, argv, "+:s:t:E:vhV", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:s:t:E:rwvhV", longopts, NULL)) != -1) {
     switch (c) {
     case 's':
       servers = optarg;
@@ -447,14 +457,15 @@ int main(int argc, char **argv) {
     case 'V':
       printf("zkr-lock (zkr) %s\n", zkr_version());
       return 0;
-    case OPT_READ:
-    case OPT_WRITE:
+    case 'r':
+    case 'w':
+      if (side && side != c)
+        usage_error("--read (--shared) and --write (--exclusive) exclude "
+                    "each other");
+      side = c;
+      break;
     case OPT_PERMITS:
-      usage_error("%s: the read-write lock and the semaphore are not in this "
-                  "version of zkr",
-                  c == OPT_READ    ? "--read"
-                  : c == OPT_WRITE ? "--write"
-                                   : "--permits");
+      usage_error("--permits: the semaphore is not in this version of zkr");
     default:
       option_error(c, argv, longopts);
     }
@@ -542,7 +553,14 @@ int main(int argc, char **argv) {
   if (verbose)
     zkr_session_add_listener(s, on_session, NULL, NULL);
   zkr_mutex *m = NULL;
-  rc = zkr_mutex_new(&m, s, path, mo);
+  if (side) {
+    rc = zkr_rwlock_new(&rw_lock, s, path, mo);
+    if (rc == ZKR_OK)
+      m = side == 'r' ? zkr_rwlock_read_lock(rw_lock)
+                      : zkr_rwlock_write_lock(rw_lock);
+  } else {
+    rc = zkr_mutex_new(&m, s, path, mo);
+  }
   zkr_mutex_opts_free(mo);
   if (rc != ZKR_OK) {
     zkr_session_close(s);
@@ -557,7 +575,7 @@ int main(int argc, char **argv) {
   rc = zkr_mutex_acquire_async(m, timeout_ms, on_acquired, NULL);
   if (rc != ZKR_OK) {
     msg("cannot start acquiring %s: %s", path, zkr_strerror(rc));
-    zkr_mutex_free(m);
+    free_lock(m);
     zkr_session_close(s);
     return rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE;
   }
@@ -612,7 +630,7 @@ int main(int argc, char **argv) {
   }
   int arc = acquire_rc;
   if (got_signal || arc != ZKR_OK) {
-    zkr_mutex_free(m); /* leaves the queue: our node is deleted */
+    free_lock(m); /* leaves the queue: our node is deleted */
     zkr_session_close(s);
     if (got_signal) {
       /* end the way the signal would have ended us */
@@ -650,7 +668,7 @@ int main(int argc, char **argv) {
   char **env = child_env(token, node);
   if (!env) {
     msg("out of memory");
-    zkr_mutex_free(m);
+    free_lock(m);
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
@@ -658,7 +676,7 @@ int main(int argc, char **argv) {
   if (pipe2(life, O_CLOEXEC) != 0 || pipe2(stp, O_CLOEXEC) != 0) {
     msg("pipe: %s", strerror(errno));
     free_env(env);
-    zkr_mutex_free(m);
+    free_lock(m);
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
@@ -667,7 +685,7 @@ int main(int argc, char **argv) {
   if (guard < 0) {
     msg("fork: %s", strerror(errno));
     free_env(env);
-    zkr_mutex_free(m);
+    free_lock(m);
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
@@ -789,7 +807,7 @@ int main(int argc, char **argv) {
   if (verbose && rrc == ZKR_OK)
     msg("released %s after %.3f s", path,
         (double)(now_ms() - started) / 1000.0);
-  zkr_mutex_free(m);
+  free_lock(m);
   /* Closing a connected session makes the server delete our node at once;
    * a disconnected one leaves it until the session expires. */
   if (zkr_session_state_get(s) == ZKR_STATE_SUSPENDED)
