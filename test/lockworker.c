@@ -6,7 +6,8 @@
  *     --hold-ms MS        hold each time for MS (default 10)
  *     --timeout-ms MS     acquire timeout (default -1: no limit)
  *     --session-ms MS     session timeout (default 10000)
- *     --log FILE          append "ACQ pid seq token t_ms" / "REL ..." lines
+ *     --log FILE          append "ACQ pid seq token t_ms K N" / "REL pid seq
+ *                         token t_ms K" lines (K: R or W; N: readers inside)
  *     --resource FILE     the shared resource: while holding, create
  *                         FILE.holder with O_EXCL (an existing one means
  *                         two holders at once: exit 3), remove it before
@@ -236,8 +237,9 @@ int main(int argc, char **argv) {
     usleep((useconds_t)hold_ms * 1000);
     if (res)
       unlink(reading ? mine : holder);
-    snprintf(line, sizeof line, "REL %ld %d %lld %lld\n", (long)getpid(),
-             seq_of(node), (long long)token, (long long)now_ms());
+    snprintf(line, sizeof line, "REL %ld %d %lld %lld %c\n", (long)getpid(),
+             seq_of(node), (long long)token, (long long)now_ms(),
+             reading ? 'R' : 'W');
     append(logf, line);
     rc = zkr_mutex_release(m);
     if (rc != ZKR_OK) {

@@ -128,6 +128,29 @@ static void fmt_age(int64_t ms, char *buf, size_t len) {
              (ms / 60000) % 60);
 }
 
+static int ends_with_at(const char *name, size_t end, const char *marker) {
+  size_t ml = strlen(marker);
+  return end >= ml && memcmp(name + end - ml, marker, ml) == 0;
+}
+
+/* The kind of a contender, from the marker before its sequence number:
+ * "read" (Curator's and zkr's __READ__, kazoo's __rlock__), "write"
+ * (__WRIT__, kazoo's WriteLock __lock__), else "lock" (a mutex's node:
+ * exclusive, and a writer to a read-write lock). */
+static const char *kind_of(const char *name) {
+  size_t n = strlen(name);
+  if (n < 10)
+    return "lock";
+  size_t end = n - 10;
+  if (ends_with_at(name, end, "__READ__") ||
+      ends_with_at(name, end, "__rlock__"))
+    return "read";
+  if (ends_with_at(name, end, "__WRIT__") ||
+      ends_with_at(name, end, "__lock__"))
+    return "write";
+  return "lock";
+}
+
 static void show_queue(const char *path, const zkr_participant *p, size_t n) {
   int64_t now = wall_ms();
   if (json) {
@@ -139,10 +162,10 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
       int ours = parse_owner(p[i].data, &o);
       printf("%s{\"position\":%zu,\"node\":", i ? "," : "", i + 1);
       json_string(stdout, p[i].node);
-      printf(",\"seq\":%" PRId32 ",\"role\":\"%s\",\"token\":%" PRId64
-             ",\"session\":\"0x%" PRIx64 "\"",
-             p[i].seq, p[i].is_holder ? "holder" : "waiter", p[i].czxid,
-             (uint64_t)p[i].session_id);
+      printf(",\"seq\":%" PRId32 ",\"role\":\"%s\",\"kind\":\"%s\","
+             "\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"",
+             p[i].seq, p[i].is_holder ? "holder" : "waiter", kind_of(p[i].node),
+             p[i].czxid, (uint64_t)p[i].session_id);
       if (ours) {
         printf(",\"host\":");
         json_string(stdout, o.host);
@@ -161,8 +184,9 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
          n ? "" : " (free)");
   if (n == 0)
     return;
-  printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %s\n", "POS",
-         "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", "NODE");
+  printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %-5s %s\n", "POS",
+         "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", "KIND",
+         "NODE");
   for (size_t i = 0; i < n; i++) {
     struct owner o;
     char id[64], host[64], pid[16], age[32], sess[24];
@@ -180,9 +204,9 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
     fmt_age(now - p[i].ctime_ms, age, sizeof age);
     snprintf(sess, sizeof sess, "0x%" PRIx64, (uint64_t)p[i].session_id);
     printf("%-4zu %-6s %010" PRId32 "  %-12" PRId64
-           " %-18s %-8s %-16s %-16s %-7s %s\n",
+           " %-18s %-8s %-16s %-16s %-7s %-5s %s\n",
            i + 1, p[i].is_holder ? "holder" : "waiter", p[i].seq, p[i].czxid,
-           sess, age, id, host, pid, esc(p[i].node));
+           sess, age, id, host, pid, kind_of(p[i].node), esc(p[i].node));
   }
 }
 
@@ -203,14 +227,16 @@ static int skippable(int rc) {
   return rc == ZKR_ENOAUTH || rc == ZKR_EBADPATH;
 }
 
-/* The contenders of the lock at @path: zkr_mutex_participants() without
- * the persistent nodes (ephemeralOwner 0: a sequential name alone, such as
- * a Unix time, does not make a contender). */
+/* The contenders of the lock at @path, by the read-write lock's rules
+ * (which are the mutex's for a queue of exclusive nodes: the first holds;
+ * with readers, every reader before the first writer holds), without the
+ * persistent nodes (ephemeralOwner 0: a sequential name alone, such as a
+ * Unix time, does not make a contender). */
 static int queue_of(zkr_session *s, const char *path, zkr_participant **out,
                     size_t *count) {
   zkr_participant *p = NULL;
   size_t n = 0;
-  int rc = zkr_mutex_participants(s, path, op_timeout_ms, &p, &n);
+  int rc = zkr_rwlock_participants(s, path, op_timeout_ms, &p, &n);
   if (rc != ZKR_OK)
     return rc;
   size_t k = 0;
@@ -220,11 +246,8 @@ static int queue_of(zkr_session *s, const char *path, zkr_participant **out,
       free(p[i].data);
       continue;
     }
-    p[k] = p[i];
-    p[k++].is_holder = 0;
+    p[k++] = p[i];
   }
-  if (k > 0)
-    p[0].is_holder = 1;
   *out = p;
   *count = k;
   return ZKR_OK;
