@@ -54,48 +54,180 @@ extern "C" {
 typedef struct zkr_rwlock zkr_rwlock;
 
 /**
- * zkr_rwlock_new - create a read-write lock on @path (created as container
- * nodes when first needed) in session @s. Nothing is sent to ZooKeeper
- * until a half is acquired.
- * @opts: NULL or mutex options applied to both halves: the id stored in
- * each node, watch_node, and the state callback (whose @lock argument is
- * the half, a zkr_mutex *). The reentrant option is ignored: both halves
- * are always reentrant.
- * Returns ZKR_OK, ZKR_EINVAL (@out or @s NULL), ZKR_EBADPATH (@path not a
- * valid absolute path, "/" or under "/zookeeper"), ZKR_ECLOSED (the
- * session is closed), ZKR_ENOMEM.
+ * zkr_rwlock_new - create a distributed read-write lock object
+ *
+ * zkr_rwlock_new() creates a read-write lock object for the lock at @path on
+ * the session @s and stores it in *@out. Its two halves, returned by
+ * zkr_rwlock_read_lock() and zkr_rwlock_write_lock(), are `zkr_mutex` objects:
+ * acquire and release them with zkr_mutex_acquire(),
+ * zkr_mutex_acquire_async() and zkr_mutex_release(), and use every other
+ * zkr_mutex_* call on them, except zkr_mutex_free().
+ *
+ * Readers hold the lock together; a writer holds it alone. Contenders queue
+ * as ephemeral, sequential children of @path named _c_@uuid-__READ__@seq and
+ * _c_@uuid-__WRIT__@seq, the layout of Apache Curator's
+ * `InterProcessReadWriteLock`, and are served in the order they queued,
+ * across both kinds: a reader holds when no writer is queued before it, a
+ * writer when nobody is. A reader waits on the nearest writer before it, a
+ * writer on the nearest contender before it, so a release wakes only the
+ * contenders that can then hold. Children named __rlock__@seq (kazoo's
+ * readers) count as readers, every other child with a sequence number as a
+ * writer. The guide's page rwlock.md gives the details.
+ *
+ * @path follows the rules of zkr_mutex_new(), and nothing is sent to
+ * ZooKeeper before the first acquisition. @opts are mutex options made with
+ * zkr_mutex_opts_new(), or NULL; both halves get them (the identifier, the
+ * node watch, the state callback, whose @lock argument is the half). The
+ * reentrant option is ignored: both halves are always reentrant, per thread.
+ *
+ * The thread that holds the write half may acquire the read half: it
+ * succeeds at once (a downgrade), with a read node that carries the write
+ * node's sequence number, so no contender queued after the write node comes
+ * between when the write half is released. The thread that holds the read
+ * half may not acquire the write half: that fails at once with ZKR_EUPGRADE.
+ *
+ * Free the object with zkr_rwlock_free(). On failure *@out is left untouched
+ * and nothing needs to be freed.
+ *
+ * Returns:
+ *   ZKR_OK        *@out holds the new lock; both halves are
+ *                 ZKR_LOCK_UNLOCKED.
+ *   ZKR_EINVAL    @out or @s is NULL.
+ *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
+ *                 "/zookeeper".
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * zkr_rwlock_new() may be called from any thread. Each half is used by one
+ * thread at a time, as a `zkr_mutex` is; the two halves may be used by
+ * different threads at once.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   // Publish a new table while no reader reads, then keep reading it.
+ *   int publish(zkr_session *s, void (*write_table)(void)) {
+ *     zkr_rwlock *rw = NULL;
+ *     int rc = zkr_rwlock_new(&rw, s, "/locks/price-table", NULL);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     zkr_mutex *rd = zkr_rwlock_read_lock(rw);
+ *     zkr_mutex *wr = zkr_rwlock_write_lock(rw);
+ *     rc = zkr_mutex_acquire(wr, 30000);
+ *     if (rc == ZKR_OK) {
+ *       write_table();
+ *       rc = zkr_mutex_acquire(rd, 0); // downgrade: at once
+ *       zkr_mutex_release(wr);
+ *       // ... readers may come in now, writers may not ...
+ *       if (rc == ZKR_OK)
+ *         rc = zkr_mutex_release(rd);
+ *     }
+ *     zkr_rwlock_free(rw);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_rwlock_free(), zkr_rwlock_read_lock(),
+ *   zkr_rwlock_write_lock(), zkr_rwlock_participants(), zkr_mutex_acquire(),
+ *   zkr_mutex_new(), zkr-lock(1)
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_rwlock
  */
 ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock **out, zkr_session *s,
                               const char *path, const zkr_mutex_opts *opts);
 
 /**
- * zkr_rwlock_free - cancel pending acquisitions of both halves, release
- * what they hold (their nodes are deleted, in the background if the
- * connection is down) and free the lock. NULL is a no-op.
+ * zkr_rwlock_free - free a read-write lock object and both of its halves
+ *
+ * zkr_rwlock_free() ends a pending acquisition of either half (as
+ * zkr_mutex_cancel() would, without calling an asynchronous acquisition's
+ * callback), releases what the halves hold (their nodes are deleted, in the
+ * background if the connection is down; a downgrade's read node first), and
+ * frees @rw. The halves are invalid afterwards. NULL is a no-op.
+ *
+ * Thread safety:
+ * Not concurrently with any other call on @rw or its halves. It waits for a
+ * callback of @rw that is running on another thread; called from such a
+ * callback, it does not wait.
+ *
+ * See also: zkr_rwlock_new()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN void zkr_rwlock_free(zkr_rwlock *rw);
 
 /**
- * zkr_rwlock_read_lock - the read (shared) half of @rw, a zkr_mutex owned
- * by @rw. NULL if @rw is NULL.
+ * zkr_rwlock_read_lock - the read half of a read-write lock
+ *
+ * zkr_rwlock_read_lock() returns the read (shared) half of @rw, a `zkr_mutex`
+ * that belongs to @rw: acquire it to read. It is always the same object for
+ * one lock, and it is freed by zkr_rwlock_free(); zkr_mutex_free() on it does
+ * nothing but log an error. NULL if @rw is NULL.
+ *
+ * Thread safety:
+ * Any thread, at any time before zkr_rwlock_free().
+ *
+ * See also: zkr_rwlock_write_lock(), zkr_rwlock_new(), zkr_mutex_acquire()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN zkr_mutex *zkr_rwlock_read_lock(zkr_rwlock *rw);
 
 /**
- * zkr_rwlock_write_lock - the write (exclusive) half of @rw, a zkr_mutex
- * owned by @rw. NULL if @rw is NULL.
+ * zkr_rwlock_write_lock - the write half of a read-write lock
+ *
+ * zkr_rwlock_write_lock() returns the write (exclusive) half of @rw, a
+ * `zkr_mutex` that belongs to @rw: acquire it to write. It is always the same
+ * object for one lock, and it is freed by zkr_rwlock_free(); zkr_mutex_free()
+ * on it does nothing but log an error. Its acquisition fails at once with
+ * ZKR_EUPGRADE when the calling thread holds the read half. NULL if @rw is
+ * NULL.
+ *
+ * Thread safety:
+ * Any thread, at any time before zkr_rwlock_free().
+ *
+ * See also: zkr_rwlock_read_lock(), zkr_rwlock_new(), zkr_mutex_acquire()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN zkr_mutex *zkr_rwlock_write_lock(zkr_rwlock *rw);
 
 /**
- * zkr_rwlock_participants - every contender queued on the read-write lock
- * at @path, in queue order, with is_holder set for every current holder
- * (the readers before the first writer, or the first writer). Readers and
- * writers of zkr, Curator and kazoo are all listed; the node name tells
- * the kind. Free with zkr_participants_free().
- * Returns ZKR_OK (a missing path: no participants), ZKR_EINVAL,
- * ZKR_EBADPATH, ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_EDEADLK
- * (called from a zkr callback), ZKR_ENOMEM, or another error of the read.
+ * zkr_rwlock_participants - list the readers and writers queued for a lock
+ *
+ * zkr_rwlock_participants() reads the queue of the read-write lock at @path
+ * through the session @s and stores it in *@out as an array of *@count
+ * entries, in queue order, as zkr_mutex_participants() does, with @is_holder
+ * set by the read-write lock's rule: 1 for every reader queued before the
+ * first writer, or for the first writer if it is first in the queue. The
+ * node's name tells the kind: __READ__ or __rlock__ before the sequence
+ * number for a reader, anything else for a writer. A downgrade's read node
+ * and its write node carry the same number; both are holders. Persistent
+ * children are left out. Free the array with zkr_participants_free().
+ *
+ * The call blocks, so it must not be called from a zkr callback: there it
+ * returns ZKR_EDEADLK.
+ *
+ * Returns:
+ *   ZKR_OK            *@out and *@count hold the queue (empty if @path does
+ *                     not exist).
+ *   ZKR_EINVAL        @s, @out or @count is NULL.
+ *   ZKR_EBADPATH      @path is NULL or not a valid znode path.
+ *   ZKR_ETIMEDOUT     @timeout_ms passed first.
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_EDEADLK       Called from a zkr callback.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_mutex_participants(), zkr_participants_free(),
+ *   zkr_rwlock_new(), zkr-ls(1)
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_participant
  */
 ZKR_EXTERN int zkr_rwlock_participants(zkr_session *s, const char *path,
                                        int64_t timeout_ms,
