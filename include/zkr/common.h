@@ -239,7 +239,7 @@ ZKR_EXTERN int zkr_set_log_hook(zkr_log_fn fn, zkr_log_level max_level,
  * zkr_log_stderr() is a log hook for zkr_set_log_hook(). It writes one line per
  * call to the standard error stream, in the form
  *
- *     `zkr: `@level`: `@msg
+ *     zkr: @level: @msg
  *
  * where @level is "error", "warn", "info" or "debug" ("?" for a value that is
  * not a ZKR_LOG_* level). @user_data is ignored; pass NULL.

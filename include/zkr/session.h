@@ -355,7 +355,7 @@ ZKR_EXTERN int zkr_session_opts_add_auth(zkr_session_opts *opts,
  * zkr_session_opts_set_lost_fraction()), and, unless told otherwise, opens a
  * new ZooKeeper session after a loss.
  *
- * @hosts is a comma-separated list of @host`:`@port pairs, optionally followed
+ * @hosts is a comma-separated list of @host:@port pairs, optionally followed
  * by a chroot path:
  *
  *     127.0.0.1:2181
