@@ -66,15 +66,53 @@ typedef struct zkr_participant {
 } zkr_participant;
 
 /**
- * zkr_participants_free - free an array of @count participants returned
- * by a recipe's participants function (zkr_mutex_participants()). NULL is
- * a no-op.
+ * zkr_participants_free - free a list of lock contenders
+ *
+ * zkr_participants_free() frees the array @p of @count entries returned by
+ * zkr_mutex_participants(), with the strings each entry points to (@node and
+ * @data). @count must be the count that call returned. NULL is accepted and
+ * does nothing.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * zkr_participants_free() may be called from any thread, including from zkr
+ * callbacks.
+ *
+ * See also: zkr_mutex_participants()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN void zkr_participants_free(zkr_participant *p, size_t count);
 
 /**
- * zkr_lock_state_name - the name of @state: "UNLOCKED", "ACQUIRING",
- * "HELD", "SUSPECT", "LOST"; "UNKNOWN" for any other value. Static.
+ * zkr_lock_state_name - the name of a lock state
+ *
+ * zkr_lock_state_name() returns the name of @state without its prefix:
+ * "UNLOCKED", "ACQUIRING", "HELD", "SUSPECT" or "LOST". A value that is not a
+ * ZKR_LOCK_* constant gives "UNKNOWN".
+ *
+ * The string has static storage: do not modify or free it.
+ *
+ * Returns:
+ * A pointer to a static, NUL-terminated string; never NULL.
+ *
+ * Thread safety:
+ * zkr_lock_state_name() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void print_lock_state(const zkr_mutex *m) {
+ *     printf("lock: %s\n", zkr_lock_state_name(zkr_mutex_state_get(m)));
+ *   }
+ *
+ * See also: zkr_mutex_state_get(), zkr_mutex_opts_set_state_fn()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN const char *zkr_lock_state_name(zkr_lock_state state);
 

@@ -37,190 +37,1197 @@ typedef struct zkr_mutex zkr_mutex;
 typedef struct zkr_mutex_opts zkr_mutex_opts;
 
 /**
- * zkr_mutex_opts_new - allocate mutex options: not reentrant, no id, no
- * state callback.
- * Returns ZKR_OK, ZKR_EINVAL (@out NULL), ZKR_ENOMEM.
+ * zkr_mutex_opts_new - allocate mutex options
+ *
+ * zkr_mutex_opts_new() allocates an options object for zkr_mutex_new() and
+ * stores it in *@out. It starts with the defaults:
+ *
+ *   reentrancy      off: a second acquisition by the holder fails with
+ *                   ZKR_EBUSY, see zkr_mutex_opts_set_reentrant();
+ *   identifier      none: the lock node's data is "host=@H pid=@P", see
+ *                   zkr_mutex_opts_set_id();
+ *   state callback  none, see zkr_mutex_opts_set_state_fn().
+ *
+ * zkr_mutex_new() copies the options, so one object can serve several mutexes
+ * and can be freed as soon as they are created. Free it with
+ * zkr_mutex_opts_free(). On failure *@out is left untouched.
+ *
+ * Returns:
+ *   ZKR_OK      *@out holds new options, owned by the caller.
+ *   ZKR_EINVAL  @out is NULL.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * zkr_mutex_opts_new() may be called from any thread.
+ *
+ * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
+ * a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // A reentrant mutex that names its owner in the lock node.
+ *   int make_job_lock(zkr_session *s, zkr_mutex **out) {
+ *     zkr_mutex_opts *o = NULL;
+ *     int rc = zkr_mutex_opts_new(&o);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     if ((rc = zkr_mutex_opts_set_reentrant(o, 1)) == ZKR_OK &&
+ *         (rc = zkr_mutex_opts_set_id(o, "nightly-report")) == ZKR_OK)
+ *       rc = zkr_mutex_new(out, s, "/locks/nightly-report", o);
+ *     zkr_mutex_opts_free(o);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_opts_free(), zkr_mutex_new(),
+ *   zkr_mutex_opts_set_reentrant(), zkr_mutex_opts_set_id(),
+ *   zkr_mutex_opts_set_state_fn(), zkr_mutex_opts_set_watch_node()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_mutex_opts
  */
 ZKR_EXTERN int zkr_mutex_opts_new(zkr_mutex_opts **out);
 
-/** zkr_mutex_opts_free - free options; NULL is a no-op. */
+/**
+ * zkr_mutex_opts_free - free mutex options
+ *
+ * zkr_mutex_opts_free() frees @opts and the copy of the identifier it holds.
+ * Mutexes created with it are not affected: they have their own copy. NULL is
+ * accepted and does nothing.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * zkr_mutex_opts_free() may be called from any thread, once no other thread
+ * uses @opts.
+ *
+ * See also: zkr_mutex_opts_new(), zkr_mutex_new()
+ *
+ * Since: 0.1.0
+ */
 ZKR_EXTERN void zkr_mutex_opts_free(zkr_mutex_opts *opts);
 
 /**
- * zkr_mutex_opts_set_reentrant - with 1, the thread holding the mutex may
- * acquire it again, and must release it as many times.
- * Returns ZKR_OK, ZKR_EINVAL (@opts NULL).
+ * zkr_mutex_opts_set_reentrant - let the holding thread acquire a mutex again
+ *
+ * zkr_mutex_opts_set_reentrant() sets whether mutexes created with @opts are
+ * reentrant. Any non-zero @reentrant turns reentrancy on; 0, the default, turns
+ * it off.
+ *
+ * A reentrant mutex belongs to the thread that acquired it: for
+ * zkr_mutex_acquire(), the calling thread; for zkr_mutex_acquire_async(), the
+ * thread that started the acquisition. While the lock is held (state
+ * ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT), that thread may acquire it again: the
+ * call returns ZKR_OK at once, without a request to ZooKeeper, and the hold
+ * count (zkr_mutex_hold_count()) grows by one. The thread must call
+ * zkr_mutex_release() as many times; the lock node is deleted, and the next
+ * waiter gets the lock, at the last release. All nested acquisitions share one
+ * lock node, so they have the same fencing token. Another thread that tries to
+ * acquire or release the mutex gets ZKR_EBUSY; only a release made from a zkr
+ * callback is accepted from another thread.
+ *
+ * A plain (non-reentrant) mutex that is already held refuses a second
+ * acquisition with ZKR_EBUSY rather than waiting for itself, and may be
+ * released by any thread.
+ *
+ * Reentrancy is a property of one `zkr_mutex` object. Two objects on the same
+ * path are two contenders, even in one thread: a thread holding one and
+ * acquiring the other waits for itself until the timeout passes.
+ *
+ * Returns:
+ *   ZKR_OK      The option is set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
+ * a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   static int update_index(zkr_mutex *m);
+ *
+ *   // Both functions take the lock; update_all() calls update_index()
+ *   // while holding it, which a plain mutex would refuse with ZKR_EBUSY.
+ *   static int update_index(zkr_mutex *m) {
+ *     int rc = zkr_mutex_acquire(m, 5000);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     // ...
+ *     return zkr_mutex_release(m);
+ *   }
+ *
+ *   int update_all(zkr_mutex *m) {
+ *     int rc = zkr_mutex_acquire(m, 5000);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     rc = update_index(m); // hold count 2, then 1 again
+ *     int rrc = zkr_mutex_release(m);
+ *     return rc != ZKR_OK ? rc : rrc;
+ *   }
+ *
+ *   int make_reentrant(zkr_session *s, zkr_mutex **out) {
+ *     zkr_mutex_opts *o = NULL;
+ *     int rc = zkr_mutex_opts_new(&o);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_mutex_opts_set_reentrant(o, 1);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_mutex_new(out, s, "/locks/index", o);
+ *     zkr_mutex_opts_free(o);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_opts_new(), zkr_mutex_acquire(), zkr_mutex_release(),
+ *   zkr_mutex_hold_count()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
                                             int reentrant);
 
 /**
- * zkr_mutex_opts_set_watch_node - with 1, a holder watches its own lock
- * node, so that its deletion by another client (an operator, a revoking
- * tool) makes the lock LOST at once, with the state callback. Without it
- * (the default) such a deletion is noticed at the next guarded write or
- * after a reconnection. A waiter, too, checks that its node is still
- * there before it takes the lock without listing the children (queueing
- * again if it is not). Costs one or two more requests per acquisition; a
- * session expiry is noticed either way. Meant for long holds (zkr-lock
- * uses it).
- * Returns ZKR_OK, ZKR_EINVAL (@opts NULL).
+ * zkr_mutex_opts_set_watch_node - let a holder notice at once that its lock
+ * node was deleted
+ *
+ * zkr_mutex_opts_set_watch_node() sets whether mutexes created with @opts watch
+ * their own lock node while they hold the lock. Any non-zero @on turns the
+ * watch on; 0, the default, turns it off.
+ *
+ * A lock node can disappear while its owner's session is alive: an operator or
+ * a script deletes it, or a tool revokes the lock that way. ZooKeeper then
+ * gives the lock to the next contender at once, while the old holder still
+ * believes it holds it. Without the option, the holder learns of the deletion
+ * only at its next guarded write (zkr_mutex_guarded_multi() returns
+ * ZKR_ELOCKLOST) or when the lock node is checked after a reconnection. With
+ * the option, the mutex sets an `exists` watch on its node as soon as an
+ * acquisition succeeds; when the node is deleted the state becomes
+ * ZKR_LOCK_LOST at once and the state callback (zkr_mutex_opts_set_state_fn())
+ * is called with it. If the node is already gone when the watch is set, the
+ * lock is lost in the same way.
+ *
+ * A waiter's node can be deleted the same way while it waits. A waiter whose
+ * last predecessor goes takes the lock without listing the children, so by
+ * default it does not see that its own node is gone, and holds the lock
+ * together with the waiter behind it. With the option it lists the children
+ * once more before it takes the lock that way, and queues again with a new node
+ * if its node is gone.
+ *
+ * The watch costs one more request per acquisition, and the extra listing one
+ * more when a waiter is woken with nothing left before it. It is sent after the
+ * acquisition has succeeded, and the acquisition does not wait for its reply.
+ * Nested acquisitions of a reentrant mutex send nothing more, and a release
+ * removes the watch without a request of its own. A change of the node's data
+ * (a revocation request from Curator, say) does not affect the lock; the watch
+ * is set again, with one more request. If the connection is down when the watch
+ * should be set, or the request fails, the watch is set after the connection
+ * comes back and the node has been found still there.
+ *
+ * A session loss makes the lock ZKR_LOCK_LOST with or without the option. The
+ * option is meant for long holds, where a deletion could otherwise go unnoticed
+ * for a long time; zkr-lock(1) uses it. It does not close the gap between a
+ * check and the use of the resource: use fencing tokens or guarded writes for
+ * that (see zkr_mutex_fencing_token()).
+ *
+ * Returns:
+ *   ZKR_OK      The option is set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
+ * a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   void do_step(int64_t fencing_token); // the application's work
+ *   int more_steps(void);
+ *
+ *   // A long job that stops as soon as its lock node is deleted.
+ *   int run_job(zkr_session *s) {
+ *     zkr_mutex_opts *o = NULL;
+ *     zkr_mutex *m = NULL;
+ *     int rc = zkr_mutex_opts_new(&o);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_mutex_opts_set_watch_node(o, 1);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_mutex_new(&m, s, "/locks/reindex", o);
+ *     zkr_mutex_opts_free(o);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_mutex_acquire(m, 60000);
+ *     if (rc == ZKR_OK) {
+ *       while (zkr_mutex_is_held(m) && more_steps())
+ *         do_step(zkr_mutex_fencing_token(m));
+ *       rc = zkr_mutex_release(m); // ZKR_ELOCKLOST if it was lost
+ *     }
+ *     zkr_mutex_free(m);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_opts_new(), zkr_mutex_opts_set_state_fn(),
+ *   zkr_mutex_state_get(), zkr_mutex_guarded_multi(), zkr-lock(1)
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_opts_set_watch_node(zkr_mutex_opts *opts, int on);
 
 /**
- * zkr_mutex_opts_set_id - a short identifier of this contender (a job or
- * instance name), stored in the lock node with the host name and pid and
- * shown by zkr_mutex_participants(). Copied.
- * Returns ZKR_OK, ZKR_EINVAL (@opts or @id NULL, @id empty, longer than
- * 256 bytes, or containing control characters), ZKR_ENOMEM.
+ * zkr_mutex_opts_set_id - name the contender in its lock node
+ *
+ * zkr_mutex_opts_set_id() sets a short identifier of the contender, such as a
+ * job or instance name, for mutexes created with @opts. It is stored in the
+ * data of every lock node the mutex creates, after the host name and the
+ * process id:
+ *
+ *     host=web-3 pid=4711 id=nightly-report
+ *
+ * Without an identifier the data is "host=@H pid=@P". The host name and process
+ * id are those of the process that calls zkr_mutex_new(). The data is for
+ * people and tools: zkr_mutex_participants() returns it for every contender in
+ * the queue, and kazoo's `Lock.contenders()` shows it too. zkr never reads it
+ * back, and the identifier need not be unique.
+ *
+ * @id must be non-empty, at most 256 bytes long, and free of control characters
+ * (bytes below 0x20, and 0x7f). It is copied; a later call replaces it.
+ *
+ * Returns:
+ *   ZKR_OK      The identifier is set.
+ *   ZKR_EINVAL  @opts or @id is NULL, or @id is empty, longer than 256 bytes,
+ *               or contains a control character. The options are unchanged.
+ *   ZKR_ENOMEM  Out of memory. The options are unchanged.
+ *
+ * Thread safety:
+ * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
+ * a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Name each worker after its shard, e.g. "shard-7".
+ *   int set_worker_id(zkr_mutex_opts *o, int shard) {
+ *     char id[32];
+ *     snprintf(id, sizeof id, "shard-%d", shard);
+ *     return zkr_mutex_opts_set_id(o, id);
+ *   }
+ *
+ * See also: zkr_mutex_opts_new(), zkr_mutex_new(), zkr_mutex_participants()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_opts_set_id(zkr_mutex_opts *opts, const char *id);
 
 /**
- * zkr_mutex_opts_set_state_fn - a callback for the state changes of a held
- * lock (HELD, SUSPECT, LOST); its first argument is the zkr_mutex *.
- * Returns ZKR_OK, ZKR_EINVAL (@opts NULL).
+ * zkr_mutex_opts_set_state_fn - be told about the state changes of a held lock
+ *
+ * zkr_mutex_opts_set_state_fn() sets a callback that mutexes created with @opts
+ * call, with @user_data, each time the state of a held lock changes. NULL @fn
+ * means no callback, the default.
+ *
+ * @state is one of:
+ *
+ *   ZKR_LOCK_HELD     An acquisition succeeded, or a lock that was
+ *                     ZKR_LOCK_SUSPECT was confirmed: the connection came back
+ *                     to the same ZooKeeper session and the lock node is still
+ *                     there.
+ *   ZKR_LOCK_SUSPECT  The connection to ZooKeeper dropped while the lock was
+ *                     held. The ZooKeeper session, and with it the lock, may
+ *                     still be alive, or may be about to expire. Stop touching
+ *                     the protected resource until the lock is ZKR_LOCK_HELD
+ *                     again.
+ *   ZKR_LOCK_LOST     The lock is gone: the ZooKeeper session was lost
+ *                     (expired, declared lost by the session clock, see
+ *                     zkr_session_opts_set_lost_fraction(), or closed), or the
+ *                     lock node was found deleted (by a guarded write, or by
+ *                     the check made after a reconnection). Another contender
+ *                     may hold the lock now.
+ *
+ * The callback is not called for the other states, nor when the lock is
+ * released. A lock that zkr_mutex_state_get() reports as ZKR_LOCK_SUSPECT
+ * because the process has just been paused (see there) gets no callback for it.
+ *
+ * The callback runs on the session's event thread, one call at a time and in
+ * the order of the changes, together with every other callback of the session.
+ * It must not block; blocking zkr calls made from it fail with ZKR_EDEADLK. It
+ * may call the non-blocking mutex functions, such as zkr_mutex_state_get(),
+ * zkr_mutex_is_held() and zkr_mutex_release(). Calls are queued, so the state
+ * may have moved on by the time one runs: read zkr_mutex_state_get() for the
+ * current state. The ZKR_LOCK_HELD call of an acquisition may run before or
+ * after zkr_mutex_acquire() returns.
+ *
+ * After zkr_mutex_free() has returned the callback is not called again.
+ * @user_data must stay valid until then.
+ *
+ * Returns:
+ *   ZKR_OK      The callback is set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
+ * a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <stdatomic.h>
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   static atomic_int stop_work;
+ *
+ *   // Runs on the session's event thread: record and return.
+ *   static void on_lock_state(void *lock, zkr_lock_state state, void *ud) {
+ *     const char *name = ud;
+ *     (void)lock; // the zkr_mutex *
+ *     fprintf(stderr, "%s: lock %s\n", name, zkr_lock_state_name(state));
+ *     atomic_store(&stop_work, state != ZKR_LOCK_HELD);
+ *   }
+ *
+ *   int watch_lock(zkr_mutex_opts *o) {
+ *     return zkr_mutex_opts_set_state_fn(o, on_lock_state, "billing");
+ *   }
+ *
+ * See also: zkr_mutex_opts_new(), zkr_mutex_state_get(), zkr_mutex_is_held(),
+ *   zkr_lock_state_name(), zkr_session_add_listener(),
+ *   zkr_mutex_opts_set_watch_node()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_lock_state_fn
  */
 ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
                                            zkr_lock_state_fn fn,
                                            void *user_data);
 
 /**
- * zkr_mutex_new - create a mutex object for the lock at @path.
- * @out: receives the mutex; left untouched on failure.
- * @s: the session (the mutex holds a reference on it).
- * @path: the lock path, an absolute znode path; it and its parents are
- *   created on demand as container nodes, which the server removes once
- *   empty.
- * @opts: options (copied), or NULL for the defaults.
- * Nothing is sent to ZooKeeper until the first acquisition.
- * Returns ZKR_OK; ZKR_EINVAL (NULL @out or @s); ZKR_EBADPATH (@path NULL,
- * not absolute, "/" itself, with empty, "." or ".." components, a trailing
- * "/", control characters, over 1024 bytes, or under "/zookeeper");
- * ZKR_ECLOSED; ZKR_ENOMEM.
+ * zkr_mutex_new - create a distributed mutex object
+ *
+ * zkr_mutex_new() creates a mutex object for the lock at @path on the session
+ * @s and stores it in *@out. One object is one contender: the processes, and
+ * the objects within a process, that use the same path on the same ensemble
+ * exclude each other. Contenders queue in the order they ask and are served in
+ * that order.
+ *
+ * A contender queues by creating an ephemeral, sequential child of @path named
+ * _c_@uuid-lock-@seq, the layout of Apache Curator's `InterProcessMutex`, so
+ * zkr processes and Java processes using Curator share the lock (and kazoo
+ * processes, with the right option); the guide's page on the mutex, mutex.md,
+ * gives the details and the rules for sharing a lock. The node's data is
+ * "host=@H pid=@P", followed by " id=@I" if an identifier was set with
+ * zkr_mutex_opts_set_id().
+ *
+ * @path is an absolute znode path, relative to the chroot of the session's
+ * connection string if it has one. It must not be "/" or lie under
+ * "/zookeeper", and it follows the rules of every zkr path: no empty, "." or
+ * ".." component, no trailing "/", no control character, at most 1024 bytes. It
+ * is copied. @path and its missing ancestors are created by the first
+ * acquisition, as container nodes, which the server removes once they are
+ * empty; the nodes zkr creates have the open ACL (anyone may do anything).
+ * Nothing is sent to ZooKeeper before the first acquisition.
+ *
+ * @opts are options made with zkr_mutex_opts_new(), or NULL for the defaults:
+ * not reentrant, no identifier, no state callback. They are copied.
+ *
+ * The mutex holds a reference on @s. Many mutexes, on one path or on many, may
+ * share a session. If the session is closed first, the mutex stays valid and
+ * its operations fail with ZKR_ECLOSED until it is freed. Free it with
+ * zkr_mutex_free(). On failure *@out is left untouched and nothing needs to be
+ * freed.
+ *
+ * Returns:
+ *   ZKR_OK        *@out holds the new mutex, in state ZKR_LOCK_UNLOCKED.
+ *   ZKR_EINVAL    @out or @s is NULL.
+ *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
+ *                 "/zookeeper".
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * zkr_mutex_new() may be called from any thread, including from zkr callbacks.
+ *
+ * A `zkr_mutex` is used by one thread at a time, except zkr_mutex_cancel(),
+ * zkr_mutex_state_get() and zkr_mutex_is_held(), which any thread may call at
+ * any time. Different mutex objects may be used from different threads at once,
+ * on the same session and the same path.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Run the job only if no other instance is running it right now.
+ *   int run_exclusive(zkr_session *s, void (*job)(void)) {
+ *     zkr_mutex *m = NULL;
+ *     int rc = zkr_mutex_new(&m, s, "/locks/cleanup-job", NULL);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     rc = zkr_mutex_acquire(m, 0); // try once
+ *     if (rc == ZKR_OK) {
+ *       job();
+ *       rc = zkr_mutex_release(m);
+ *     } else if (rc == ZKR_EWOULDBLOCK) {
+ *       printf("another instance runs the job\n");
+ *     }
+ *     zkr_mutex_free(m);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_free(), zkr_mutex_acquire(), zkr_mutex_acquire_async(),
+ *   zkr_mutex_release(), zkr_mutex_opts_new(), zkr_mutex_participants(),
+ *   zkr_session_new()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_mutex
  */
 ZKR_EXTERN int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
                              const zkr_mutex_opts *opts);
 
 /**
- * zkr_mutex_free - free a mutex: a pending acquisition is cancelled (its
- * callback is not called), a held lock released. NULL is a no-op. When it
- * returns no callback of @m is running (it waits for one running on the
- * event thread, unless called from that callback) and none will run.
+ * zkr_mutex_free - free a mutex object, releasing or abandoning its lock
+ *
+ * zkr_mutex_free() frees @m and drops its reference on the session.
+ *
+ * An asynchronous acquisition still pending (zkr_mutex_acquire_async()) is
+ * cancelled, and its callback is not called. A lock still held is released,
+ * whatever its hold count. In both cases the lock node is deleted in the
+ * background (as by zkr_mutex_release()), retried across connection losses
+ * until it succeeds or the ZooKeeper session ends, which deletes the node
+ * anyway. A lock that is already ZKR_LOCK_LOST has nothing left to delete.
+ *
+ * When zkr_mutex_free() returns, no callback of @m is running and none will
+ * run. If one is running on the session's event thread, it waits for it to
+ * return, unless it is called from that callback, which is allowed.
+ *
+ * NULL is accepted and does nothing.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * zkr_mutex_free() may be called from any thread and from the mutex's own
+ * callbacks. No other thread may use @m during or after the call: a thread
+ * still blocked in zkr_mutex_acquire() on it must be cancelled with
+ * zkr_mutex_cancel() and have returned first.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void shutdown_lock(zkr_mutex **mp) {
+ *     zkr_mutex_free(*mp); // releases the lock if it is still held
+ *     *mp = NULL;
+ *   }
+ *
+ * See also: zkr_mutex_new(), zkr_mutex_release(), zkr_mutex_cancel()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
 
 /**
- * zkr_mutex_acquire - acquire, blocking.
- * @timeout_ms: negative waits without limit; 0 tries once and leaves no
- *   node behind if the lock is held by another; otherwise the deadline.
- * Waiting survives connection losses; if the session is lost while
- * waiting, the wait starts over in the new session (the place in the
- * queue is lost with the old one).
- * Returns ZKR_OK (held; for a reentrant mutex held by this thread, the
- * hold count grows); ZKR_EWOULDBLOCK (@timeout_ms 0 and held by another);
- * ZKR_ETIMEDOUT; ZKR_ECANCELED (zkr_mutex_cancel()); ZKR_EBUSY (an
- * acquisition is already in progress, or held and not reentrant, or held
- * by another thread); ZKR_ECLOSED; ZKR_ESESSIONLOST (lost and renewal
- * off); ZKR_ENOAUTH (the lock path's ACL refuses us); ZKR_ENONODE (the
- * lock path cannot be created: e.g. the session's chroot does not exist);
- * ZKR_EZK (another ZooKeeper error, e.g. the lock path is an ephemeral
- * node); ZKR_EDEADLK (called from a zkr callback); ZKR_EINVAL (@m NULL);
- * ZKR_ENOMEM. With @timeout_ms 0 the call still waits for a connection,
- * at most the session timeout (then ZKR_ETIMEDOUT).
+ * zkr_mutex_acquire - acquire a distributed mutex, waiting for it
+ *
+ * zkr_mutex_acquire() acquires the lock of @m, waiting if another contender
+ * holds it or queued before.
+ *
+ * It creates the contender's ephemeral, sequential node under the lock path
+ * (creating the path first if needed), lists the path's children once, and
+ * holds the lock if no earlier node is left. Otherwise it watches only the
+ * nearest earlier node, and moves on when that one goes away, so each release
+ * wakes one waiter. Contenders get the lock in the order their nodes were
+ * created.
+ *
+ * @timeout_ms bounds the wait:
+ *
+ *   negative  Wait without limit.
+ *   0         Try once: take the lock if no contender is queued before this
+ *             one, otherwise return ZKR_EWOULDBLOCK without waiting and without
+ *             leaving a node behind. While the connection is down it still
+ *             waits for it, at most the session timeout (then ZKR_ETIMEDOUT).
+ *   positive  Wait at most this many milliseconds, then return ZKR_ETIMEDOUT.
+ *
+ * An acquisition that ends without the lock (time-out, cancellation, error)
+ * leaves nothing behind: its node is deleted (in the background if the
+ * connection is down) and its watch removed, and the lock is never granted to
+ * it afterwards, even if the contender before it leaves a moment later.
+ *
+ * Waiting survives connection losses: the acquisition goes on when the
+ * connection comes back to the same ZooKeeper session, and a node whose
+ * creation reply was lost is found again by the _c_@uuid- prefix of its name
+ * rather than left behind. If the session is lost while waiting, the
+ * acquisition starts over in the new session (the place in the queue is lost
+ * with the old session's node), within the same deadline; if the session is not
+ * renewed (zkr_session_opts_set_renew()), it fails with ZKR_ESESSIONLOST.
+ *
+ * On success the state is ZKR_LOCK_HELD; zkr_mutex_fencing_token() and
+ * zkr_mutex_node() describe the acquisition. Release the lock with
+ * zkr_mutex_release().
+ *
+ * If @m already holds the lock (state ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT), a
+ * reentrant mutex acquired by the calling thread returns ZKR_OK at once and its
+ * hold count grows (see zkr_mutex_opts_set_reentrant()); otherwise the call
+ * fails with ZKR_EBUSY. A lock found ZKR_LOCK_LOST by a guarded write or a
+ * reconnection check keeps the object busy as well: call zkr_mutex_release()
+ * (which returns ZKR_ELOCKLOST) before acquiring again.
+ *
+ * The call blocks, so it must not be called from a zkr callback (a session
+ * listener, or a callback a recipe runs on the session's event thread): there
+ * it returns ZKR_EDEADLK at once. Use zkr_mutex_acquire_async() there. Another
+ * thread may end the wait with zkr_mutex_cancel().
+ *
+ * Returns:
+ *   ZKR_OK            The lock is held (for a reentrant mutex already held by
+ *                     this thread, once more).
+ *   ZKR_EWOULDBLOCK   @timeout_ms is 0 and another contender holds the lock or
+ *                     is queued first.
+ *   ZKR_ETIMEDOUT     The lock was not obtained within @timeout_ms
+ *                     milliseconds.
+ *   ZKR_ECANCELED     zkr_mutex_cancel() ended the wait.
+ *   ZKR_EBUSY         An acquisition is already in progress on @m; or @m holds
+ *                     the lock and is not reentrant, or is reentrant and was
+ *                     acquired by another thread; or the lock was lost and not
+ *                     yet released.
+ *   ZKR_ECLOSED       The session is closed, or was closed while waiting.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_ENOAUTH       The ACL of the lock path (or of one of its ancestors)
+ *                     does not allow this session to create the nodes.
+ *   ZKR_ENONODE       The lock path's ancestors could not be created; typically
+ *                     the chroot of the connection string does not exist.
+ *   ZKR_EZK           ZooKeeper refused the lock node for another reason, for
+ *                     example because the lock path is an ephemeral node (which
+ *                     cannot have children).
+ *   ZKR_EDEADLK       Called from a zkr callback; nothing was done.
+ *   ZKR_EINVAL        @m is NULL.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * A `zkr_mutex` is used by one thread at a time: do not call
+ * zkr_mutex_acquire() on one object from two threads at once (the second gets
+ * ZKR_EBUSY). Other threads may call zkr_mutex_cancel(), zkr_mutex_state_get()
+ * and zkr_mutex_is_held() on it meanwhile.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Wait up to 30 s for the lock, do the work, release.
+ *   int with_lock(zkr_mutex *m, int (*work)(zkr_mutex *)) {
+ *     int rc = zkr_mutex_acquire(m, 30000);
+ *     if (rc != ZKR_OK) {
+ *       fprintf(stderr, "lock: %s\n", zkr_strerror(rc));
+ *       return rc;
+ *     }
+ *     rc = work(m); // check zkr_mutex_is_held() between steps
+ *     int rrc = zkr_mutex_release(m);
+ *     if (rrc == ZKR_ELOCKLOST)
+ *       fprintf(stderr, "lock was lost while working\n");
+ *     return rc != ZKR_OK ? rc : rrc;
+ *   }
+ *
+ * See also: zkr_mutex_new(), zkr_mutex_acquire_async(), zkr_mutex_cancel(),
+ *   zkr_mutex_release(), zkr_mutex_state_get(), zkr_mutex_fencing_token(),
+ *   zkr_mutex_guarded_multi()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms);
 
 /**
- * zkr_mutex_acquire_async - start an acquisition; @fn gets the result on
- * the session's event thread (no thread per waiter), exactly once, with
- * the zkr_mutex * as its first argument; if the session is closed first,
- * with ZKR_ECLOSED. Same @timeout_ms as
- * zkr_mutex_acquire(). If this function fails, @fn is never called.
- * Returns ZKR_OK (started; for a reentrant mutex already held by this
- * thread the hold count grows and @fn is called with ZKR_OK), ZKR_EBUSY,
- * ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_EINVAL (NULL @m or @fn), ZKR_ENOMEM.
+ * zkr_mutex_acquire_async - start acquiring a distributed mutex, with a
+ * completion callback
+ *
+ * zkr_mutex_acquire_async() starts an acquisition of the lock of @m and returns
+ * at once. When the acquisition ends, @fn is called with @m (as the @lock
+ * argument, a `void *`), the result @rc and @user_data. The acquisition is the
+ * one zkr_mutex_acquire() makes, with the same @timeout_ms (negative: no limit;
+ * 0: try once; positive: a deadline in milliseconds), the same queue and the
+ * same guarantees; no thread waits for it. A process can keep many acquisitions
+ * pending this way, on many mutex objects, without a thread for each.
+ *
+ * @rc is one of: ZKR_OK (the lock is held; release it with
+ * zkr_mutex_release()), ZKR_EWOULDBLOCK, ZKR_ETIMEDOUT, ZKR_ECANCELED
+ * (zkr_mutex_cancel()), ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ENOAUTH,
+ * ZKR_ENONODE, ZKR_EZK or ZKR_ENOMEM, with the meanings given in
+ * zkr_mutex_acquire().
+ *
+ * @fn runs on the session's event thread, with the session's other callbacks,
+ * one at a time. It must not block; blocking zkr calls made from it fail with
+ * ZKR_EDEADLK. It may call the non-blocking functions of @m, including
+ * zkr_mutex_release(), zkr_mutex_acquire_async() and zkr_mutex_free(). It may
+ * run before zkr_mutex_acquire_async() has returned to the caller.
+ *
+ * @fn is called exactly once for each call that returned ZKR_OK, also when the
+ * session is closed while the acquisition waits (then with ZKR_ECLOSED, on the
+ * thread that closes the session if its event thread has already stopped): what
+ * the callback needs is allocated when the acquisition starts, so it cannot be
+ * lost to an allocation failure. If zkr_mutex_acquire_async() fails, @fn is
+ * never called. If @m is freed while the acquisition is pending, the
+ * acquisition is cancelled and @fn is not called. @user_data must stay valid
+ * until @fn has run or @m has been freed.
+ *
+ * If @m is a reentrant mutex that the calling thread already holds, the hold
+ * count grows at once and @fn is called with ZKR_OK, as above, on the event
+ * thread. For reentrancy, the thread that called zkr_mutex_acquire_async() owns
+ * the lock it obtains.
+ *
+ * Returns:
+ *   ZKR_OK            The acquisition has started; @fn will be called.
+ *   ZKR_EBUSY         An acquisition is already in progress on @m; or @m holds
+ *                     the lock and is not reentrant, or is reentrant and was
+ *                     acquired by another thread; or the lock was lost and not
+ *                     yet released.
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_EINVAL        @m or @fn is NULL.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * zkr_mutex_acquire_async() does not block and may be called from any thread,
+ * including from zkr callbacks, as long as one thread at a time uses @m.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Runs on the session's event thread: hand the work to a thread of
+ *   // your own rather than doing it here.
+ *   static void on_acquired(void *lock, int rc, void *user_data) {
+ *     zkr_mutex *m = lock; // the zkr_mutex the acquisition was started on
+ *     const char *job = user_data;
+ *     if (rc != ZKR_OK) {
+ *       fprintf(stderr, "%s: not acquired: %s\n", job, zkr_strerror(rc));
+ *       return;
+ *     }
+ *     printf("%s: lock held, token %lld\n", job,
+ *            (long long)zkr_mutex_fencing_token(m));
+ *     // ... queue the job, which releases m when done ...
+ *   }
+ *
+ *   int start_job(zkr_mutex *m) {
+ *     return zkr_mutex_acquire_async(m, 60000, on_acquired, "rebuild-index");
+ *   }
+ *
+ * See also: zkr_mutex_acquire(), zkr_mutex_cancel(), zkr_mutex_release(),
+ *   zkr_mutex_free()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_acquire_fn
  */
 ZKR_EXTERN int zkr_mutex_acquire_async(zkr_mutex *m, int64_t timeout_ms,
                                        zkr_acquire_fn fn, void *user_data);
 
 /**
- * zkr_mutex_cancel - cancel a pending acquisition, from any thread: it
- * ends with ZKR_ECANCELED, our node and watch are removed, and the lock is
- * never granted to it afterwards.
- * Returns ZKR_OK; ZKR_EINVAL (@m NULL or nothing to cancel).
+ * zkr_mutex_cancel - cancel a pending acquisition of a mutex
+ *
+ * zkr_mutex_cancel() ends the acquisition pending on @m, whether a thread is
+ * blocked in zkr_mutex_acquire() or it was started with
+ * zkr_mutex_acquire_async(). That acquisition ends with ZKR_ECANCELED: the
+ * blocked call returns it, or the callback is called with it. The contender's
+ * node is deleted (in the background if the connection is down), its watch is
+ * removed, on the server too, and the lock is never granted to it afterwards.
+ * The contender queued behind it moves up.
+ *
+ * An acquisition that has already ended cannot be cancelled: then the call
+ * returns ZKR_EINVAL and changes nothing. This includes an acquisition that has
+ * just succeeded; the lock is then held and must be released as usual. A
+ * cancellation does not carry over: an acquisition started after it is not
+ * affected.
+ *
+ * The call does not block.
+ *
+ * Returns:
+ *   ZKR_OK      The pending acquisition was cancelled.
+ *   ZKR_EINVAL  @m is NULL, or no acquisition is pending on it.
+ *
+ * Thread safety:
+ * zkr_mutex_cancel() may be called from any thread at any time, concurrently
+ * with the thread that uses @m, and from zkr callbacks.
+ *
+ * Example:
+ *   #include <pthread.h>
+ *   #include <stdatomic.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   static atomic_int stopping;
+ *
+ *   // A worker thread takes the lock again and again until told to stop.
+ *   static void *worker(void *arg) {
+ *     zkr_mutex *m = arg;
+ *     while (!atomic_load(&stopping)) {
+ *       int rc = zkr_mutex_acquire(m, 1000);
+ *       if (rc == ZKR_ETIMEDOUT)
+ *         continue; // look at the flag again
+ *       if (rc != ZKR_OK)
+ *         break; // ZKR_ECANCELED, or an error
+ *       // ... work ...
+ *       zkr_mutex_release(m);
+ *     }
+ *     return NULL;
+ *   }
+ *
+ *   // Shutdown: the cancel ends a wait in progress at once; a worker that
+ *   // is between two waits sees the flag (a cancel finds nothing pending
+ *   // then, and the flag bounds the race to one time-out).
+ *   void stop_worker(zkr_mutex *m, pthread_t t) {
+ *     atomic_store(&stopping, 1);
+ *     zkr_mutex_cancel(m);
+ *     pthread_join(t, NULL);
+ *   }
+ *
+ *   int start_worker(zkr_mutex *m, pthread_t *t) {
+ *     return pthread_create(t, NULL, worker, m);
+ *   }
+ *
+ * See also: zkr_mutex_acquire(), zkr_mutex_acquire_async(), zkr_mutex_free()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_cancel(zkr_mutex *m);
 
 /**
- * zkr_mutex_release - release: our node is deleted. If the
- * connection is down the deletion is retried in the background until it
- * succeeds or the session ends. A reentrant mutex is released when its
- * hold count drops to zero.
- * Returns ZKR_OK; ZKR_ENOTHELD (not held: nothing changes); ZKR_ELOCKLOST
- * (it was held but has been lost; the state returns to UNLOCKED);
- * ZKR_EBUSY (a reentrant mutex held by another thread); ZKR_EINVAL.
+ * zkr_mutex_release - release a distributed mutex
+ *
+ * zkr_mutex_release() releases the lock held by @m. The state becomes
+ * ZKR_LOCK_UNLOCKED at once, and the lock node is deleted, which hands the lock
+ * to the next contender in the queue.
+ *
+ * Only the waiter watching the node is woken (zkr, Curator or kazoo alike).
+ *
+ * The call does not wait for the deletion. If the connection is down, the
+ * deletion is sent when it comes back, and retried across connection losses
+ * until it succeeds or the ZooKeeper session ends (which deletes the node
+ * anyway). So a lock released while ZKR_LOCK_SUSPECT is handed on once the
+ * connection is back, or when the session expires.
+ *
+ * For a reentrant mutex with a hold count above 1, the call only decreases the
+ * count; the lock is released when the count reaches 0.
+ *
+ * A lock that was lost (state ZKR_LOCK_LOST) is not held any more: the call
+ * reports it once with ZKR_ELOCKLOST and returns the object to
+ * ZKR_LOCK_UNLOCKED, so it can acquire again. A later call returns
+ * ZKR_ENOTHELD.
+ *
+ * A pending acquisition is not released: cancel it with zkr_mutex_cancel().
+ *
+ * Returns:
+ *   ZKR_OK         The lock was released, or its hold count decreased.
+ *   ZKR_ENOTHELD   @m does not hold the lock (never acquired, already released,
+ *                  or still acquiring); nothing changes.
+ *   ZKR_ELOCKLOST  The lock had been lost (its session was lost or its node
+ *                  deleted); work done under it may have overlapped with
+ *                  another holder. The object is back to ZKR_LOCK_UNLOCKED.
+ *   ZKR_EBUSY      @m is reentrant and held by another thread; nothing changes.
+ *   ZKR_EINVAL     @m is NULL.
+ *
+ * Thread safety:
+ * zkr_mutex_release() does not block and may be called from zkr callbacks. A
+ * plain mutex may be released by any thread (one thread at a time uses the
+ * object); a reentrant one only by the thread that acquired it, or from a zkr
+ * callback.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Release, and tell the caller whether the work was protected
+ *   // throughout.
+ *   int finish_work(zkr_mutex *m) {
+ *     int rc = zkr_mutex_release(m);
+ *     if (rc == ZKR_ELOCKLOST)
+ *       fprintf(stderr, "lock lost before the release: check the results\n");
+ *     else if (rc != ZKR_OK)
+ *       fprintf(stderr, "release: %s\n", zkr_strerror(rc));
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_acquire(), zkr_mutex_acquire_async(),
+ *   zkr_mutex_state_get(), zkr_mutex_free()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_release(zkr_mutex *m);
 
-/** zkr_mutex_state_get - the current state (ZKR_LOCK_UNLOCKED for NULL). */
+/**
+ * zkr_mutex_state_get - the state of a mutex object
+ *
+ * zkr_mutex_state_get() returns the current state of @m:
+ *
+ *   ZKR_LOCK_UNLOCKED   Not held and not acquiring: before the first
+ *                       acquisition, after a release, and after an acquisition
+ *                       that failed.
+ *   ZKR_LOCK_ACQUIRING  An acquisition is in progress.
+ *   ZKR_LOCK_HELD       The lock is held and the session is connected.
+ *   ZKR_LOCK_SUSPECT    The lock is held, as far as this process knows, but the
+ *                       ZooKeeper session may be gone: the connection has
+ *                       dropped, or the process has just been paused (stopped,
+ *                       swapped out, starved of CPU) so long that the session
+ *                       manager has not run for half the session timeout, and
+ *                       it has not yet checked what the pause cost (after a
+ *                       pause of more than 2/3 of the timeout it declares the
+ *                       session lost). The ensemble may already have expired
+ *                       the session and given the lock to another contender.
+ *                       Stop touching the protected resource. The state returns
+ *                       to ZKR_LOCK_HELD when the connection comes back to the
+ *                       same session and the lock node is still there, or
+ *                       becomes ZKR_LOCK_LOST.
+ *   ZKR_LOCK_LOST       The lock was held and is lost: the session was lost, or
+ *                       the lock node was found deleted. Another contender may
+ *                       hold it now. The state stays ZKR_LOCK_LOST until
+ *                       zkr_mutex_release() (which returns ZKR_ELOCKLOST) or,
+ *                       after a session loss, a new acquisition.
+ *
+ * Only ZKR_LOCK_HELD means that the lock may be used; that is what
+ * zkr_mutex_is_held() tests. A state is a snapshot: it can change right after
+ * the call returns.
+ *
+ * Returns:
+ * The state; ZKR_LOCK_UNLOCKED if @m is NULL.
+ *
+ * Thread safety:
+ * zkr_mutex_state_get() does not block (it takes internal locks briefly) and
+ * may be called from any thread at any time, concurrently with the thread that
+ * uses @m, and from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void report(const zkr_mutex *m) {
+ *     zkr_lock_state st = zkr_mutex_state_get(m);
+ *     printf("lock %s\n", zkr_lock_state_name(st));
+ *     if (st == ZKR_LOCK_SUSPECT)
+ *       printf("connection lost: pausing work\n");
+ *   }
+ *
+ * See also: zkr_mutex_is_held(), zkr_lock_state_name(),
+ *   zkr_mutex_opts_set_state_fn(), zkr_mutex_release(),
+ *   zkr_mutex_opts_set_watch_node()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_lock_state
+ */
 ZKR_EXTERN zkr_lock_state zkr_mutex_state_get(const zkr_mutex *m);
 
 /**
- * zkr_mutex_is_held - 1 if the lock is held and the session connected
- * (state HELD), else 0: while SUSPECT the lock may already belong to
- * another, so it is not reported as held.
+ * zkr_mutex_is_held - whether a mutex is held and safe to use right now
+ *
+ * zkr_mutex_is_held() tells whether @m holds its lock and the session is
+ * connected, that is whether its state is ZKR_LOCK_HELD.
+ *
+ * A lock in state ZKR_LOCK_SUSPECT is not reported as held: the connection has
+ * dropped, or the process has just been paused for a long time, and the
+ * ensemble may already have given the lock to another contender. After a long
+ * pause of the whole process (about half the session timeout or more) the
+ * answer is 0 as soon as the process runs again, before any network traffic,
+ * until the session manager has checked the session.
+ *
+ * Check it before each step of work that relies on the lock. It is a snapshot,
+ * though: the process can be paused right after the check, for longer than the
+ * session timeout, and then act on a lock it no longer holds. Writes that must
+ * never happen under a lost lock need more than a check: a guarded write
+ * (zkr_mutex_guarded_multi()) for data in ZooKeeper, or a fencing token
+ * (zkr_mutex_fencing_token()) that the resource verifies.
+ *
+ * Returns:
+ * 1 if the state is ZKR_LOCK_HELD, else 0 (also when @m is NULL).
+ *
+ * Thread safety:
+ * zkr_mutex_is_held() does not block (it takes internal locks briefly) and may
+ * be called from any thread at any time, concurrently with the thread that uses
+ * @m, and from zkr callbacks.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Process a batch item by item; stop as soon as the lock is in doubt.
+ *   int process_batch(zkr_mutex *m, int (*step)(size_t), size_t n) {
+ *     for (size_t i = 0; i < n; i++) {
+ *       if (!zkr_mutex_is_held(m))
+ *         return ZKR_ELOCKLOST;
+ *       int rc = step(i);
+ *       if (rc != 0)
+ *         return rc;
+ *     }
+ *     return ZKR_OK;
+ *   }
+ *
+ * See also: zkr_mutex_state_get(), zkr_mutex_fencing_token(),
+ *   zkr_mutex_guarded_multi()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_is_held(const zkr_mutex *m);
 
-/** zkr_mutex_hold_count - how many times the holder acquired it (0 if not
- * held; at most 1 for a plain mutex). */
+/**
+ * zkr_mutex_hold_count - how many times a mutex is held
+ *
+ * zkr_mutex_hold_count() returns how many acquisitions of @m are outstanding,
+ * that is how many more calls to zkr_mutex_release() the lock needs. For a
+ * reentrant mutex (zkr_mutex_opts_set_reentrant()) each acquisition by the
+ * holding thread adds one; for a plain mutex it is at most 1.
+ *
+ * It counts while the lock is held, in state ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT;
+ * in every other state, including ZKR_LOCK_LOST, it is 0. A lock that is lost
+ * needs one zkr_mutex_release() (returning ZKR_ELOCKLOST), whatever the count
+ * was.
+ *
+ * Returns:
+ * The hold count, or 0 if the lock is not held or @m is NULL.
+ *
+ * Thread safety:
+ * zkr_mutex_hold_count() does not block. Call it from the thread that uses @m.
+ *
+ * Example:
+ *   #include <assert.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Assert that this code runs inside the outermost acquisition only.
+ *   void check_outermost(const zkr_mutex *m) {
+ *     assert(zkr_mutex_hold_count(m) == 1);
+ *   }
+ *
+ * See also: zkr_mutex_opts_set_reentrant(), zkr_mutex_acquire(),
+ *   zkr_mutex_release()
+ *
+ * Since: 0.1.0
+ */
 ZKR_EXTERN int zkr_mutex_hold_count(const zkr_mutex *m);
 
 /**
- * zkr_mutex_fencing_token - the fencing token of the current acquisition:
- * the czxid of our lock node, a 64-bit number that only grows over the
- * ensemble's whole history, so a resource can reject a request carrying an
- * older token than one it has seen. 0 if not held.
+ * zkr_mutex_fencing_token - the fencing token of the current acquisition
+ *
+ * zkr_mutex_fencing_token() returns the fencing token of the lock @m holds: the
+ * czxid of its lock node, the id of the ZooKeeper transaction that created it.
+ * Transaction ids only grow over the ensemble's history, and the holders of one
+ * lock hold it in the order their nodes were created, so each holder's token is
+ * larger than that of every holder before it, whichever library (zkr, Curator,
+ * kazoo) they use.
+ *
+ * A resource that many holders write to in turn can use it to refuse a holder
+ * that has lost the lock without knowing it (a process paused past its session
+ * timeout, say): send the token with every request, have the resource remember
+ * the largest token it has accepted, and have it reject any request with a
+ * smaller one. The check must be made by the resource itself, atomically with
+ * the write (a conditional update in a database, a compare in the storage
+ * server); checking zkr_mutex_is_held() on the client leaves a gap between the
+ * check and the write.
+ *
+ * Nested acquisitions of a reentrant mutex share one node and so one token.
+ * Each new acquisition gets a new node and a larger token.
+ *
+ * The token is available in states ZKR_LOCK_HELD and ZKR_LOCK_SUSPECT. Tokens
+ * keep growing as long as the ensemble keeps its data; an ensemble rebuilt from
+ * empty data directories starts again from small transaction ids, and resources
+ * should then be told to forget the tokens they saw.
+ *
+ * Returns:
+ * The token, a positive number; 0 if the lock is not held (including in state
+ * ZKR_LOCK_LOST) or @m is NULL.
+ *
+ * Thread safety:
+ * zkr_mutex_fencing_token() does not block (it takes internal locks briefly)
+ * and may be called from any thread and from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdint.h>
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // The client side: every write to the storage service carries the
+ *   // token. A service that has seen a larger token refuses the write.
+ *   int send_write(const char *key, const char *value, int64_t token);
+ *
+ *   int store(zkr_mutex *m, const char *key, const char *value) {
+ *     int64_t token = zkr_mutex_fencing_token(m);
+ *     if (token == 0)
+ *       return ZKR_ENOTHELD;
+ *     return send_write(key, value, token);
+ *   }
+ *
+ *   // The service side: an UPDATE that applies only with a token at least as
+ *   // large as the last one accepted for the row, e.g. in SQL:
+ *   //   UPDATE stock SET qty = ?, fence = ? WHERE item = ? AND fence <= ?
+ *   // A result of 0 rows means a newer holder has written since: refuse.
+ *
+ * See also: zkr_mutex_guarded_multi(), zkr_mutex_is_held(),
+ *   zkr_mutex_participants()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int64_t zkr_mutex_fencing_token(const zkr_mutex *m);
 
 /**
- * zkr_mutex_node - the full path of our lock node, copied into @buf of
- * @len bytes (NUL-terminated, truncated if needed).
- * Returns ZKR_OK; ZKR_ENOTHELD (not held; @buf gets ""); ZKR_EINVAL.
+ * zkr_mutex_node - the path of a mutex's lock node
+ *
+ * zkr_mutex_node() copies the full path of the lock node that @m holds into
+ * @buf, a buffer of @len bytes, for example
+ *
+ *     /locks/job/_c_2f1c9a0e-8d5b-4c1e-9a57-0b6d3e2f4a11-lock-0000000042
+ *
+ * The path is relative to the chroot of the session's connection string, like
+ * the lock path. The result is always NUL-terminated, and silently truncated if
+ * @len is too small; 1082 bytes are always enough (a lock path of at most 1024
+ * bytes, a "/", a node name of at most 56 bytes and the NUL).
+ *
+ * The node exists while the lock is held, in states ZKR_LOCK_HELD and
+ * ZKR_LOCK_SUSPECT. Its sequence number is the contender's place in the queue,
+ * and its czxid is the fencing token (zkr_mutex_fencing_token()). Do not change
+ * or delete the node: to give the lock up, call zkr_mutex_release().
+ *
+ * Returns:
+ *   ZKR_OK        @buf holds the path.
+ *   ZKR_ENOTHELD  The lock is not held; @buf holds the empty string.
+ *   ZKR_EINVAL    @m or @buf is NULL, or @len is 0.
+ *
+ * Thread safety:
+ * zkr_mutex_node() does not block (it takes internal locks briefly) and may be
+ * called from any thread and from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void log_holder(const zkr_mutex *m) {
+ *     char node[1082];
+ *     if (zkr_mutex_node(m, node, sizeof node) == ZKR_OK)
+ *       printf("holding %s (token %lld)\n", node,
+ *              (long long)zkr_mutex_fencing_token(m));
+ *   }
+ *
+ * See also: zkr_mutex_fencing_token(), zkr_mutex_participants()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_node(const zkr_mutex *m, char *buf, size_t len);
 
 /**
- * zkr_mutex_waiters_ahead - while an acquisition waits, the number of
- * contenders ahead of it as of its last look at the queue (it looks again
- * only when woken, so this costs no request and may be higher than the
- * truth, never lower, except that a contender that queued with an
- * earlier sequence after that look is not counted); -1 when it is not
- * waiting (idle, held, or @m NULL). Any thread may call it.
+ * zkr_mutex_waiters_ahead - how many contenders are ahead of a waiting
+ * acquisition
+ *
+ * While an acquisition of @m waits, zkr_mutex_waiters_ahead() returns the
+ * number of contenders ahead of it as of its last look at the queue: the nodes
+ * before its own that its last listing showed, less those it has seen go since.
+ * The waiter looks at the queue again only when it is woken, so the count costs
+ * no request to ZooKeeper and may be higher than the truth (a contender ahead
+ * may have left without waking it), never lower, except that a contender that
+ * queued with an earlier sequence number after that look is not counted. It is
+ * what zkr-lock(1) `-v` reports.
+ *
+ * Returns:
+ * The count (0 or more) while an acquisition waits; -1 when none does (the
+ * mutex is idle or held) or @m is NULL.
+ *
+ * Thread safety:
+ * Any thread may call it at any time, and zkr callbacks too; it does not block
+ * (it takes an internal lock briefly).
+ *
+ * See also: zkr_mutex_acquire(), zkr_mutex_acquire_async(),
+ *   zkr_mutex_participants(), zkr-lock(1)
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_waiters_ahead(const zkr_mutex *m);
 
 struct zoo_op;
 struct zoo_op_result;
 /**
- * zkr_mutex_guarded_multi - run the caller's ZooKeeper multi-op so that it
- * commits only while we hold the lock: a check on our lock node is added
- * in front of @ops in the same transaction.
- * @ops, @count: the operations (zoo_op_t from <zookeeper.h>, built with
- *   zoo_create_op_init() etc.), 1 to 1000 of them.
- * @results: @count results, filled as by zoo_multi() for the caller's ops.
- * @timeout_ms: negative = no limit.
- * Returns ZKR_OK (committed); ZKR_ELOCKLOST (our node is gone: nothing was
- * applied, and the state becomes LOST); ZKR_ENOTHELD (not held, or
- * SUSPECT: nothing sent); a zkr code mapped from the first failing op of
- * the caller's (nothing applied: ZKR_ENONODE, ZKR_EEXISTS,
- * ZKR_EBADVERSION, ZKR_ENOAUTH, ...); ZKR_EDEADLK; ZKR_EINVAL; ZKR_ENOMEM.
- * The outcome is unknown (it may or may not have been applied) after
- * ZKR_ECONNLOSS (the connection dropped), ZKR_ETIMEDOUT (the deadline
- * passed after it was sent), ZKR_ESESSIONLOST and ZKR_ECLOSED.
+ * zkr_mutex_guarded_multi - a ZooKeeper transaction that commits only while the
+ * lock is held
+ *
+ * zkr_mutex_guarded_multi() runs the caller's ZooKeeper operations @ops as one
+ * transaction (a multi-op) that also checks that the lock node of @m still
+ * exists. The check is made by the ensemble, atomically with the operations: if
+ * the node is gone because the session expired or someone deleted it, none of
+ * the operations is applied. So a holder that was paused past its session
+ * timeout, and whose lock has passed to another contender, cannot overwrite
+ * that contender's work, however late its request arrives.
+ *
+ * @ops is an array of @count operations (1 to 1000), type `zoo_op_t` from
+ * `<zookeeper.h>`, built with zoo_create_op_init(), zoo_delete_op_init(),
+ * zoo_set_op_init() and zoo_check_op_init(). Their paths are relative to the
+ * chroot of the session's connection string. The strings and buffers they point
+ * to must stay valid until the call returns. `<zkr/zkr.h>` does not include
+ * `<zookeeper.h>`; a program that does needs the ZooKeeper client's header
+ * directory (@{-I/usr/include/zookeeper} on Debian) and, for the
+ * zoo_*_op_init() functions, its library (@{-lzookeeper_mt}).
+ *
+ * @results is an array of @count results; when the server has answered (the
+ * call returned ZKR_OK, or one of the caller's operations failed), it is filled
+ * as zoo_multi() fills it, for the caller's operations only.
+ *
+ * The call first checks that the lock is held, in state ZKR_LOCK_HELD; in any
+ * other state, including ZKR_LOCK_SUSPECT, nothing is sent. The transaction is
+ * not sent again after a connection loss, because its outcome is then unknown:
+ * the caller must find out (by reading the data) whether it was applied. If the
+ * connection is down when the call is made, it waits for it to come back,
+ * within @timeout_ms (negative: no limit).
+ *
+ * Whatever the outcome, a transaction that was applied was applied while the
+ * lock node existed: an unknown outcome never means a write without the lock.
+ *
+ * The call blocks, so it must not be called from a zkr callback: there it
+ * returns ZKR_EDEADLK at once.
+ *
+ * Returns:
+ *   ZKR_OK            The transaction committed: every operation was applied.
+ *   ZKR_ELOCKLOST     The lock node is gone; nothing was applied, and the state
+ *                     of @m becomes ZKR_LOCK_LOST.
+ *   ZKR_ENOTHELD      The lock is not held or is ZKR_LOCK_SUSPECT; nothing was
+ *                     sent.
+ *   ZKR_EBADVERSION, ZKR_ENONODE, ZKR_EEXISTS, ZKR_ENOTEMPTY, ZKR_ENOAUTH,
+ *   ZKR_EZK
+ *                     One of the caller's operations failed (the code is that
+ *                     of the first one to fail; see @results for each); nothing
+ *                     was applied.
+ *   ZKR_ECONNLOSS     The connection dropped after the transaction was sent: it
+ *                     may or may not have been applied.
+ *   ZKR_ETIMEDOUT     @timeout_ms passed, waiting for the connection or for the
+ *                     answer; if the transaction had been sent, it may or may
+ *                     not have been applied.
+ *   ZKR_ECLOSED       The session is closed, or was closed while the
+ *                     transaction was in flight (then it may or may not have
+ *                     been applied).
+ *   ZKR_ESESSIONLOST  The session was lost: while waiting for the connection,
+ *                     with renewal off (nothing was applied), or while the
+ *                     transaction was in flight (it may or may not have been
+ *                     applied).
+ *   ZKR_EDEADLK       Called from a zkr callback; nothing was sent.
+ *   ZKR_EINVAL        @m, @ops or @results is NULL, or @count is outside
+ *                     1..1000.
+ *   ZKR_ENOMEM        Out of memory; nothing was sent.
+ *
+ * Thread safety:
+ * Call it from the thread that uses @m, not from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <string.h>
+ *   #include <zookeeper.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Publish a new configuration and append it to a history, both or
+ *   // neither, and only while we hold the lock.
+ *   int publish(zkr_mutex *m, const char *config) {
+ *     char created[256];
+ *     zoo_op_t ops[2];
+ *     zoo_op_result_t results[2];
+ *     int len = (int)strlen(config);
+ *     zoo_set_op_init(&ops[0], "/app/config", config, len, -1, NULL);
+ *     zoo_create_op_init(&ops[1], "/app/history/v-", config, len,
+ *                        &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT_SEQUENTIAL,
+ *                        created, sizeof created);
+ *     int rc = zkr_mutex_guarded_multi(m, 2, ops, results, 10000);
+ *     if (rc == ZKR_OK)
+ *       printf("published as %s\n", created);
+ *     else if (rc == ZKR_ELOCKLOST)
+ *       fprintf(stderr, "lock lost: not published\n");
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_guarded_set(), zkr_mutex_fencing_token(),
+ *   zkr_mutex_is_held(), zkr_mutex_acquire()
+ *
+ * Since: 0.1.0
+ * Synopsis: #include <zookeeper.h>
  */
 ZKR_EXTERN int zkr_mutex_guarded_multi(zkr_mutex *m, int count,
                                        const struct zoo_op *ops,
@@ -228,25 +1235,157 @@ ZKR_EXTERN int zkr_mutex_guarded_multi(zkr_mutex *m, int count,
                                        int64_t timeout_ms);
 
 /**
- * zkr_mutex_guarded_set - the common case of a guarded write: set the data
- * of @path (version -1 = any) only while we hold the lock. Returns as
- * zkr_mutex_guarded_multi(), and ZKR_EBADPATH for an invalid @path,
- * ZKR_EINVAL for @m NULL, @datalen < -1 or data NULL with @datalen > 0.
+ * zkr_mutex_guarded_set - set a node's data only while the lock is held
+ *
+ * zkr_mutex_guarded_set() sets the data of the node @path to the @datalen bytes
+ * at @data, in one transaction with a check that the lock node of @m still
+ * exists, so the write is applied only while the lock is held. It is the common
+ * case of zkr_mutex_guarded_multi(), which describes the guarantee, the checks
+ * made before sending, and the handling of connection losses.
+ *
+ * @path is an existing node, relative to the chroot of the session's connection
+ * string. A @datalen of 0 sets empty data, -1 sets null data (then @data may be
+ * NULL). @version is the version the node must have, as read with its data, or
+ * -1 for any version; a version turns the write into a compare-and-set, which
+ * also protects against a read that was stale. @timeout_ms bounds the call
+ * (negative: no limit).
+ *
+ * The call blocks, so it must not be called from a zkr callback.
+ *
+ * Returns:
+ *   ZKR_OK           The data was set.
+ *   ZKR_ELOCKLOST    The lock node is gone; nothing was written, and the state
+ *                    becomes ZKR_LOCK_LOST.
+ *   ZKR_ENOTHELD     The lock is not held or is ZKR_LOCK_SUSPECT; nothing was
+ *                    sent.
+ *   ZKR_ENONODE      @path does not exist.
+ *   ZKR_EBADVERSION  The node's version is not @version.
+ *   ZKR_ENOAUTH      The node's ACL does not allow this session to write it.
+ *   ZKR_ECONNLOSS, ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST
+ *                    As for zkr_mutex_guarded_multi(): the write may not have
+ *                    been sent, or may have been applied (under the lock) with
+ *                    its answer lost.
+ *   ZKR_EDEADLK      Called from a zkr callback; nothing was sent.
+ *   ZKR_EBADPATH     @path is not a valid znode path.
+ *   ZKR_EINVAL       @m or @path is NULL, @datalen is below -1, or @data is
+ *                    NULL with a positive @datalen.
+ *   ZKR_EZK          ZooKeeper refused the write for another reason.
+ *   ZKR_ENOMEM       Out of memory; nothing was sent.
+ *
+ * Thread safety:
+ * Call it from the thread that uses @m, not from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <time.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Record when the job last completed, unless the lock was lost.
+ *   int mark_done(zkr_mutex *m) {
+ *     char when[32];
+ *     int n = snprintf(when, sizeof when, "%lld", (long long)time(NULL));
+ *     int rc = zkr_mutex_guarded_set(m, "/jobs/cleanup/last-run", when, n,
+ *                                    -1, 5000);
+ *     if (rc != ZKR_OK)
+ *       fprintf(stderr, "not recorded: %s\n", zkr_strerror(rc));
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_mutex_guarded_multi(), zkr_mutex_fencing_token(),
+ *   zkr_mutex_acquire()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_mutex_guarded_set(zkr_mutex *m, const char *path,
                                      const char *data, int datalen, int version,
                                      int64_t timeout_ms);
 
 /**
- * zkr_mutex_participants - list the queue of the lock at @path, in order
- * (zkr's, Curator's and kazoo's nodes alike; other children are left out).
- * @out: receives an array to free with zkr_participants_free(); @count its
- * length. A node that goes away while being read is left out.
- * Every child whose name ends in a ZooKeeper sequence number counts.
- * Returns ZKR_OK (an empty queue, or a path that does not exist, gives
- * @count 0); ZKR_EBADPATH; ZKR_EINVAL; ZKR_ECLOSED; ZKR_ESESSIONLOST;
- * ZKR_ETIMEDOUT (after @timeout_ms); ZKR_ENOAUTH; ZKR_EZK; ZKR_EDEADLK;
- * ZKR_ENOMEM.
+ * zkr_mutex_participants - list the contenders queued for a lock
+ *
+ * zkr_mutex_participants() reads the queue of the lock at @path through the
+ * session @s and stores it in *@out as an array of *@count entries, in queue
+ * order: the first entry is the holder. No mutex object is needed, and nothing
+ * is changed on the server.
+ *
+ * Every child of @path whose name ends in a ZooKeeper sequence number is
+ * listed: zkr's and Curator's _c_@uuid-lock-@seq nodes and kazoo's
+ * @{uuid}__lock__@seq nodes alike, ordered by sequence number (safely across
+ * the wrap of the counter), never by name. Other children are left out. The
+ * fields of each entry are:
+ *
+ *   @node        the node's name (not its full path);
+ *   @seq         its sequence number, the place in the queue;
+ *   @is_holder   1 for the first entry, 0 for the others. The first contender
+ *                holds the lock, or is about to (its owner may not have been
+ *                told yet, or may be a process whose session has died and not
+ *                yet expired);
+ *   @session_id  the ZooKeeper session that owns the ephemeral node, as printed
+ *                by zkr_session_id() and by ZooKeeper's tools (0 for a node
+ *                that is not ephemeral);
+ *   @czxid       the transaction that created the node: the contender's fencing
+ *                token (zkr_mutex_fencing_token());
+ *   @ctime_ms    when the node was created, by the server's clock, in
+ *                milliseconds since the Epoch;
+ *   @data        the node's data as a NUL-terminated string: "host=@H pid=@P
+ *                id=@I" for zkr contenders, the host address for Curator's, the
+ *                identifier for kazoo's, "" for none.
+ *
+ * The list is put together from one listing of the children and one read per
+ * contender, so it is not an atomic snapshot: a node that goes away while it is
+ * being read is left out, and one that arrives after the listing is not
+ * included. @timeout_ms bounds the whole call (negative: no limit); the reads
+ * are retried across connection losses within it. A @path that does not exist
+ * gives an empty list.
+ *
+ * On success *@out belongs to the caller, who frees it with
+ * zkr_participants_free() and the same *@count; it may be NULL when *@count is
+ * 0. On failure *@out and *@count are left untouched.
+ *
+ * The call blocks, so it must not be called from a zkr callback: there it
+ * returns ZKR_EDEADLK.
+ *
+ * Returns:
+ *   ZKR_OK            *@out and *@count hold the queue (possibly empty).
+ *   ZKR_EBADPATH      @path is NULL or not a valid znode path.
+ *   ZKR_ETIMEDOUT     @timeout_ms passed first.
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_ENOAUTH       The ACL of @path or of a contender's node does not allow
+ *                     this session to read it.
+ *   ZKR_EDEADLK       Called from a zkr callback.
+ *   ZKR_EINVAL        @s, @out or @count is NULL.
+ *   ZKR_EZK           An unexpected ZooKeeper error.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * zkr_mutex_participants() may be called from any thread except a zkr callback,
+ * concurrently with any other use of the session.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   int show_queue(zkr_session *s, const char *path) {
+ *     zkr_participant *p = NULL;
+ *     size_t n = 0;
+ *     int rc = zkr_mutex_participants(s, path, 5000, &p, &n);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     for (size_t i = 0; i < n; i++)
+ *       printf("%s %10d  session 0x%llx  token %lld  %s\n",
+ *              p[i].is_holder ? "holder" : "waiter", (int)p[i].seq,
+ *              (unsigned long long)p[i].session_id, (long long)p[i].czxid,
+ *              p[i].data);
+ *     zkr_participants_free(p, n);
+ *     return ZKR_OK;
+ *   }
+ *
+ * See also: zkr_participants_free(), zkr_mutex_node(), zkr_mutex_opts_set_id(),
+ *   zkr_mutex_fencing_token(), zkr_session_children(), zkr-ls(1)
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_participant
  */
 ZKR_EXTERN int zkr_mutex_participants(zkr_session *s, const char *path,
                                       int64_t timeout_ms, zkr_participant **out,

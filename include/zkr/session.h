@@ -62,15 +62,79 @@ typedef void (*zkr_session_listener_fn)(zkr_session *s, zkr_session_event ev,
                                         int64_t session_id, void *user_data);
 
 /**
- * zkr_session_opts_new - allocate session options with the defaults:
- * session timeout 10000 ms, connect timeout 10000 ms, lost fraction 0.25,
- * renew after loss on, no credentials.
- * @out: receives the options; left untouched on failure.
- * Returns ZKR_OK, ZKR_EINVAL (@out NULL), ZKR_ENOMEM.
+ * zkr_session_opts_new - allocate session options
+ *
+ * zkr_session_opts_new() allocates an options object for zkr_session_new() and
+ * stores it in *@out. It starts with the defaults:
+ *
+ *   session timeout  10000 ms, see zkr_session_opts_set_session_timeout();
+ *   connect timeout  10000 ms, see zkr_session_opts_set_connect_timeout();
+ *   lost fraction    0.25, see zkr_session_opts_set_lost_fraction();
+ *   renewal          on, see zkr_session_opts_set_renew();
+ *   credentials      none, see zkr_session_opts_add_auth().
+ *
+ * zkr_session_new() copies the options, so one object can serve several
+ * sessions and can be freed as soon as the session is created. Free it with
+ * zkr_session_opts_free(). On failure *@out is left untouched.
+ *
+ * Returns:
+ *   ZKR_OK      *@out holds new options, owned by the caller.
+ *   ZKR_EINVAL  @out is NULL.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * zkr_session_opts_new() may be called from any thread.
+ *
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   int open_session(const char *hosts, zkr_session **out) {
+ *     zkr_session_opts *o = NULL;
+ *     int rc = zkr_session_opts_new(&o);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     if ((rc = zkr_session_opts_set_session_timeout(o, 6000)) == ZKR_OK &&
+ *         (rc = zkr_session_opts_set_connect_timeout(o, 3000)) == ZKR_OK &&
+ *         (rc = zkr_session_opts_add_auth(o, "digest", "app:secret")) ==
+ *             ZKR_OK)
+ *       rc = zkr_session_new(out, hosts, o);
+ *     zkr_session_opts_free(o);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_session_opts_free(), zkr_session_new(),
+ *   zkr_session_opts_set_session_timeout(),
+ *   zkr_session_opts_set_connect_timeout(),
+ *   zkr_session_opts_set_lost_fraction(), zkr_session_opts_set_renew(),
+ *   zkr_session_opts_add_auth()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_session_opts
  */
 ZKR_EXTERN int zkr_session_opts_new(zkr_session_opts **out);
 
-/** zkr_session_opts_free - free options; NULL is a no-op. */
+/**
+ * zkr_session_opts_free - free session options
+ *
+ * zkr_session_opts_free() frees @opts and the copies of credentials it holds.
+ * Sessions created with it are not affected: they have their own copy. NULL is
+ * accepted and does nothing.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * zkr_session_opts_free() may be called from any thread, once no other thread
+ * uses @opts.
+ *
+ * See also: zkr_session_opts_new()
+ *
+ * Since: 0.1.0
+ */
 ZKR_EXTERN void zkr_session_opts_free(zkr_session_opts *opts);
 
 /**
@@ -85,166 +149,843 @@ ZKR_EXTERN void zkr_session_opts_free(zkr_session_opts *opts);
 #define ZKR_SESSION_TIMEOUT_MAX 1073741823 /* 2^30 - 1 */
 
 /**
- * zkr_session_opts_set_session_timeout - the session timeout to request, in
- * milliseconds (the server clamps it to its own [min, max], by default
- * [2, 20] times its tickTime; the negotiated value is
- * zkr_session_timeout()).
- * Returns ZKR_OK, or ZKR_EINVAL if @opts is NULL or @ms is not in
- * [ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX] = [100, 2^30-1].
+ * zkr_session_opts_set_session_timeout - set the session timeout to request
+ *
+ * zkr_session_opts_set_session_timeout() sets the ZooKeeper session timeout, in
+ * milliseconds, that sessions created with @opts request from the server. The
+ * default is 10000.
+ *
+ * The server clamps the request to its own range (by default 2 to 20 times its
+ * tickTime); the value granted is returned by zkr_session_timeout().
+ *
+ * The timeout is how long the ensemble keeps a session, and its ephemeral
+ * nodes, after it last heard from the client. A shorter timeout frees the locks
+ * of a crashed process sooner; a longer one lets a session survive longer
+ * network interruptions and pauses of the process (garbage collection in a
+ * peer, swapping, a stopped process) without losing what it holds.
+ *
+ * The range is the ZooKeeper C client's: until the server has answered, the
+ * client uses the requested value itself. It abandons a connection attempt
+ * after 2/3 of it, computed in an `int` as @ms * 2 / 3, which overflows from
+ * 2^30 on, so that every attempt then fails at once; and it pauses @ms / 60
+ * between two rounds over the servers, which is no pause at all (a busy loop)
+ * below 60 ms.
+ *
+ * Returns:
+ *   ZKR_OK      The timeout is set.
+ *   ZKR_EINVAL  @opts is NULL, or @ms is not in
+ *               [ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX] = [100,
+ *               2^30-1]; the options are unchanged.
+ *
+ * Thread safety:
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * See also: zkr_session_opts_new(), zkr_session_timeout(),
+ *   zkr_session_opts_set_lost_fraction()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_opts_set_session_timeout(zkr_session_opts *opts,
                                                     int ms);
 
 /**
- * zkr_session_opts_set_connect_timeout - how long zkr_session_new() waits
- * for the first connection, in milliseconds.
- * Returns ZKR_OK, or ZKR_EINVAL if @opts is NULL or @ms < 1.
+ * zkr_session_opts_set_connect_timeout - set how long to wait for the first
+ * connection
+ *
+ * zkr_session_opts_set_connect_timeout() sets how long, in milliseconds,
+ * zkr_session_new() waits for the first ZooKeeper session to be established
+ * before it gives up with ZKR_ECONNECT. The default is 10000.
+ *
+ * It applies only to zkr_session_new(). Reconnections and the renewal of a lost
+ * session go on in the background, without a limit, until the session is
+ * closed; to bound a wait for them use zkr_session_wait_connected() or the
+ * deadline of a recipe operation.
+ *
+ * Returns:
+ *   ZKR_OK      The timeout is set.
+ *   ZKR_EINVAL  @opts is NULL, or @ms is less than 1; the options are
+ *               unchanged.
+ *
+ * Thread safety:
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * See also: zkr_session_opts_new(), zkr_session_new(),
+ *   zkr_session_wait_connected()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_opts_set_connect_timeout(zkr_session_opts *opts,
                                                     int ms);
 
 /**
- * zkr_session_opts_set_lost_fraction - the client-side session clock.
- * After the connection has been down for @fraction times the negotiated
- * session timeout, the session declares itself LOST without waiting to hear
- * it from a server. The ZooKeeper client notices a silent server only after
- * 2/3 of the timeout, so a server may expire the session as early as 1/3 of
- * the timeout after SUSPENDED: fractions below 1/3 (the default, 0.25)
- * guarantee that a lock holder learns of the loss before the ensemble can
- * give its lock to another client. Larger values ride out longer outages at
- * that risk.
- * Returns ZKR_OK, or ZKR_EINVAL if @opts is NULL or @fraction is not in
- * (0, 10].
+ * zkr_session_opts_set_lost_fraction - set the client-side session clock
+ *
+ * zkr_session_opts_set_lost_fraction() sets when a disconnected session gives
+ * itself up. After the connection has been down for @fraction times the
+ * negotiated session timeout (see zkr_session_timeout()), the session declares
+ * itself lost (ZKR_STATE_LOST, listeners get ZKR_EV_LOST) without waiting to
+ * hear it from a server, and recipe objects on it treat what they held as lost.
+ * The default is 0.25.
+ *
+ * The reason is timing. The ZooKeeper client notices that a server has gone
+ * silent only after 2/3 of the session timeout without hearing from it, and
+ * only then reports the disconnection. The ensemble may expire the session once
+ * a full timeout has passed since it last heard from the client: as early as
+ * 1/3 of the timeout after the client reported the disconnection. From then on
+ * the ensemble may give a lock the client held to another client. With a
+ * fraction below 1/3, such as the default, a holder learns that it has lost its
+ * session before the ensemble can hand what it held to someone else.
+ *
+ * For example, with a negotiated timeout of 10000 ms a silent server is noticed
+ * after about 6667 ms; the session is declared lost 2500 ms later, and the
+ * ensemble may expire it no earlier than about 3333 ms after the disconnection
+ * was noticed.
+ *
+ * Larger fractions ride out longer interruptions, because the client may still
+ * reconnect to the same session, but give up that guarantee; with 1 or more the
+ * client in practice learns of the loss from the server when it reconnects.
+ *
+ * Returns:
+ *   ZKR_OK      The fraction is set.
+ *   ZKR_EINVAL  @opts is NULL, or @fraction is not in (0, 10]; the options are
+ *               unchanged.
+ *
+ * Thread safety:
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * See also: zkr_session_opts_new(), zkr_session_timeout(),
+ *   zkr_session_opts_set_session_timeout(), zkr_session_add_listener()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_opts_set_lost_fraction(zkr_session_opts *opts,
                                                   double fraction);
 
 /**
- * zkr_session_opts_set_renew - whether a new ZooKeeper session is opened by
- * itself after LOST (default 1). With 0, a lost session stays LOST and
- * every operation on it fails with ZKR_ESESSIONLOST. A session whose
- * credentials the server refused is never renewed (they would fail again).
- * Returns ZKR_OK, or ZKR_EINVAL if @opts is NULL.
+ * zkr_session_opts_set_renew - choose whether a lost session is replaced
+ *
+ * zkr_session_opts_set_renew() sets whether a session opens a new ZooKeeper
+ * session by itself after the current one is lost. Any non-zero @renew turns
+ * renewal on, which is the default; 0 turns it off.
+ *
+ * With renewal on, a lost session goes to ZKR_STATE_CONNECTING at once and
+ * opens a new ZooKeeper session; when it is established, listeners get
+ * ZKR_EV_CONNECTED with the new session id. Recipe objects on the session are
+ * told of the loss: whatever they held through the old ZooKeeper session is
+ * gone.
+ *
+ * With renewal off, a lost session stays in ZKR_STATE_LOST: every operation on
+ * it fails with ZKR_ESESSIONLOST, and the application is expected to close it
+ * and start again.
+ *
+ * If the server rejects the session's credentials, renewal is turned off for
+ * that session whatever this option says, since the same credentials would be
+ * rejected again.
+ *
+ * Returns:
+ *   ZKR_OK      The option is set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * See also: zkr_session_opts_new(), zkr_session_add_listener(),
+ *   zkr_session_wait_connected(), zkr_session_close()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew);
 
 /**
- * zkr_session_opts_add_auth - credentials to add to every ZooKeeper session
- * the session opens, e.g. scheme "digest", credentials "user:password".
- * May be called several times. The strings are copied.
- * Returns ZKR_OK, ZKR_EINVAL (NULL or empty @scheme, NULL @cred),
- * ZKR_ENOMEM.
+ * zkr_session_opts_add_auth - add credentials to every ZooKeeper session
+ *
+ * zkr_session_opts_add_auth() adds a pair of an authentication @scheme and its
+ * credentials @cred to @opts, for example the scheme "digest" with the
+ * credentials "user:password". Both strings are copied. It may be called
+ * several times; the pairs are kept in order.
+ *
+ * A session created with @opts adds every pair (with the ZooKeeper client's
+ * zoo_add_auth()) to each ZooKeeper session it opens: the first one and each
+ * one opened after a loss. When the connection drops and comes back to the same
+ * session, the ZooKeeper client sends them again by itself. @cred is sent as
+ * the bytes of the string, without its terminating NUL.
+ *
+ * If the server rejects the credentials, the session is lost and is not renewed
+ * (see zkr_session_opts_set_renew()). Note that the "digest" scheme accepts any
+ * user and password: wrong credentials only show up as ZKR_ENOAUTH on nodes
+ * whose ACL asks for the right ones.
+ *
+ * Returns:
+ *   ZKR_OK      The credentials are added.
+ *   ZKR_EINVAL  @opts or @cred is NULL, or @scheme is NULL or empty; the
+ *               options are unchanged.
+ *   ZKR_ENOMEM  Out of memory; the options are unchanged.
+ *
+ * Thread safety:
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   int add_digest(zkr_session_opts *o, const char *user_colon_password) {
+ *     return zkr_session_opts_add_auth(o, "digest", user_colon_password);
+ *   }
+ *
+ * See also: zkr_session_opts_new(), zkr_session_new(),
+ *   zkr_session_opts_set_renew()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_opts_add_auth(zkr_session_opts *opts,
                                          const char *scheme, const char *cred);
 
 /**
- * zkr_session_new - connect to a ZooKeeper ensemble.
- * @out: receives the session; left untouched on failure.
- * @hosts: "host:port[,host:port...][/chroot]". The chroot node must exist.
- * @opts: options (copied), or NULL for the defaults.
+ * zkr_session_new - connect to a ZooKeeper ensemble
  *
- * Blocks until the first session is established or the connect timeout
- * passes. Must not be called from a zkr callback.
- * Returns ZKR_OK; ZKR_EINVAL (NULL @out or @hosts); ZKR_EBADCONN
- * (malformed @hosts); ZKR_EBADPATH (malformed chroot); ZKR_ECONNECT (no
- * server answered before the connect timeout, or a host name does not
- * resolve); ZKR_EAUTH (the server refused the credentials); ZKR_ENOMEM;
- * ZKR_ESYS (a thread could not be started); ZKR_EDEADLK.
+ * zkr_session_new() opens a session with a ZooKeeper ensemble and stores it in
+ * *@out. A session owns one ZooKeeper handle of libzookeeper_mt and is shared
+ * by every zkr recipe object created on it. It keeps track of the connection,
+ * tells listeners about changes (see zkr_session_add_listener()), declares the
+ * session lost by itself when it has been disconnected for too long (see
+ * zkr_session_opts_set_lost_fraction()), and, unless told otherwise, opens a
+ * new ZooKeeper session after a loss.
+ *
+ * @hosts is a comma-separated list of @host:@port pairs, optionally followed
+ * by a chroot path:
+ *
+ *     127.0.0.1:2181
+ *     zk1.example.com:2181,zk2.example.com:2181,zk3.example.com:2181/app
+ *     [::1]:2181
+ *
+ * Every host needs a port (1 to 65535). A host is a name or address made of
+ * letters, digits, '.', '-' and '_', or an IPv6 address, in brackets or bare
+ * (`::1:2181`: the port follows the last colon). The ZooKeeper C client is
+ * given the bare form, which is the only one it resolves, and ports without
+ * leading zeros, which it would read as octal. With a chroot, every path the
+ * session's recipes use is relative to it. The chroot must be a valid path
+ * other than "/", and its node must already exist: zkr does not create it, and
+ * operations below a missing chroot fail (typically with ZKR_ENONODE). @hosts
+ * is copied.
+ *
+ * @opts are the options made with zkr_session_opts_new(); they are copied, so
+ * the caller may change or free them as soon as the call returns. NULL means
+ * the defaults: a 10000 ms session timeout, a 10000 ms connect timeout, a lost
+ * fraction of 0.25, renewal after a loss, and no credentials.
+ *
+ * The call blocks until the first ZooKeeper session is established or the
+ * connect timeout passes. On success the session is in state
+ * ZKR_STATE_CONNECTED, and the caller holds one reference to it, released with
+ * zkr_session_close(). On failure *@out is left untouched and nothing remains
+ * to be released.
+ *
+ * Each session runs two threads of its own in addition to the two threads of
+ * the ZooKeeper client: a manager thread (session clock and renewal) and an
+ * event thread that runs every user callback.
+ *
+ * It must not be called from a zkr callback (a session listener, or any
+ * callback a recipe runs on the session's event thread): there it returns
+ * ZKR_EDEADLK.
+ *
+ * Returns:
+ *   ZKR_OK        The session is connected; *@out is set.
+ *   ZKR_EINVAL    @out or @hosts is NULL.
+ *   ZKR_EBADCONN  @hosts is malformed (empty, a host without a port, a bad
+ *                 port, a bad host name, an empty entry).
+ *   ZKR_EBADPATH  The chroot part of @hosts is not a valid znode path, or is
+ *                 "/".
+ *   ZKR_ECONNECT  No server answered before the connect timeout, or a host name
+ *                 does not resolve.
+ *   ZKR_EAUTH     The server refused the credentials added with
+ *                 zkr_session_opts_add_auth(). (With the "digest" scheme the
+ *                 server accepts any user and password; a wrong password shows
+ *                 up later, as ZKR_ENOAUTH on nodes whose ACL requires the
+ *                 right one.)
+ *   ZKR_ENOMEM    Out of memory.
+ *   ZKR_ESYS      A thread could not be started.
+ *   ZKR_EDEADLK   Called from a zkr callback.
+ *
+ * Thread safety:
+ * zkr_session_new() may be called from any thread except a zkr callback. The
+ * session it returns is thread-safe: any thread may call any function on it.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   int main(void) {
+ *     zkr_session_opts *opts = NULL;
+ *     zkr_session *s = NULL;
+ *     int rc = zkr_session_opts_new(&opts);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_session_opts_set_session_timeout(opts, 15000);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_session_new(&s, "127.0.0.1:2181/myapp", opts);
+ *     zkr_session_opts_free(opts); // copied by zkr_session_new()
+ *     if (rc != ZKR_OK) {
+ *       fprintf(stderr, "zkr: %s\n", zkr_strerror(rc));
+ *       return 1;
+ *     }
+ *     printf("session 0x%llx, timeout %d ms\n",
+ *            (unsigned long long)zkr_session_id(s), zkr_session_timeout(s));
+ *     zkr_session_close(s);
+ *     return 0;
+ *   }
+ *
+ * See also: zkr_session_close(), zkr_session_opts_new(),
+ *   zkr_session_add_listener(), zkr_session_wait_connected(),
+ *   zkr_set_log_hook(), zkr_strerror()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_session
  */
 ZKR_EXTERN int zkr_session_new(zkr_session **out, const char *hosts,
                                const zkr_session_opts *opts);
 
 /**
- * zkr_session_close - close the session and release the caller's reference.
- * The ZooKeeper session is closed (its ephemeral nodes go at once), pending
- * and future operations of every recipe on it fail with ZKR_ECLOSED, calls
- * blocked in zkr_session_wait_connected() return ZKR_ECLOSED, and listeners
- * get ZKR_EV_CLOSED as their last event (with the id of the session that
- * was open, or 0). Releases still being sent to the server are waited
- * for first, at most half the session timeout. Recipe objects still
- * holding the session stay valid
- * until freed; the memory goes with the last of them. Like free(), it ends
- * the caller's use of @s: no call on @s may start after it (except through
- * recipe objects, which keep their own reference).
- * NULL is a no-op (returns ZKR_OK).
- * Returns ZKR_OK; ZKR_EDEADLK (called from a zkr callback: nothing done);
- * ZKR_ECLOSED (already closed, only possible while a recipe object still
- * holds the session).
+ * zkr_session_close - close a session and release the caller's reference
+ *
+ * zkr_session_close() closes the session @s and releases the reference the
+ * caller got from zkr_session_new().
+ *
+ * The ZooKeeper session is closed. If the session is connected, the ensemble
+ * ends it at once, so its ephemeral nodes (and with them any locks or
+ * leadership held through it) go away immediately; otherwise the ensemble
+ * removes them when the session times out.
+ *
+ * Locks released just before the call are deleted in the background; if such a
+ * deletion has not reached the server yet (a reconnection is under way, for
+ * instance), the call first waits for it, at most half the session timeout, so
+ * that the next contender does not have to wait for this session to expire.
+ * Pending and future operations of every recipe object on the session fail with
+ * ZKR_ECLOSED, and every listener gets ZKR_EV_CLOSED as its last event.
+ *
+ * The call blocks until the session's threads have stopped and the listeners
+ * have run for the last time: when it returns, no listener is running and none
+ * will run again.
+ *
+ * Recipe objects created on the session hold references of their own. They stay
+ * valid after the session is closed (their operations fail with ZKR_ECLOSED)
+ * until they are freed; the session's memory is released with the last of those
+ * references. The caller must not use @s after this call, and must make sure
+ * that no other thread is still calling session functions on @s when it is
+ * closed.
+ *
+ * NULL is accepted and does nothing.
+ *
+ * It must not be called from a zkr callback (a session listener, or any
+ * callback a recipe runs on the session's event thread): there it returns
+ * ZKR_EDEADLK and does nothing.
+ *
+ * Returns:
+ *   ZKR_OK       The session was closed, or @s was NULL.
+ *   ZKR_EDEADLK  Called from a zkr callback; the session is unchanged.
+ *   ZKR_ECLOSED  The session was already closed (only possible while a recipe
+ *                object still holds it).
+ *
+ * Thread safety:
+ * zkr_session_close() may be called from any thread except a zkr callback, once
+ * per session.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void shutdown_session(zkr_session **sp) {
+ *     // Free the recipe objects first if you can; those still alive get
+ *     // ZKR_ECLOSED from now on.
+ *     zkr_session_close(*sp);
+ *     *sp = NULL;
+ *   }
+ *
+ * See also: zkr_session_new(), zkr_session_add_listener()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_close(zkr_session *s);
 
-/** zkr_session_state_get - the current state; ZKR_STATE_CLOSED for NULL. */
+/**
+ * zkr_session_state_get - the current state of a session
+ *
+ * zkr_session_state_get() returns the state @s is in at the time of the call.
+ * The state may change at any moment afterwards; to be told of changes,
+ * register a listener with zkr_session_add_listener().
+ *
+ * The states are:
+ *
+ *   ZKR_STATE_CONNECTING
+ *                     No ZooKeeper session yet: a new one is being opened after
+ *                     a loss.
+ *   ZKR_STATE_CONNECTED
+ *                     Connected to a server; the ZooKeeper session is alive.
+ *   ZKR_STATE_SUSPENDED
+ *                     The connection dropped. The ZooKeeper session may still
+ *                     be alive; the client is trying to reconnect to it.
+ *   ZKR_STATE_LOST    The ZooKeeper session is gone, and its ephemeral nodes
+ *                     with it: the server expired it, the session clock
+ *                     declared it lost, or the server rejected the credentials.
+ *   ZKR_STATE_CLOSED  zkr_session_close() was called.
+ *
+ * zkr_session_state_name() turns a state into a string. The function does not
+ * block (it takes an internal lock briefly).
+ *
+ * Returns:
+ * The current state; ZKR_STATE_CLOSED if @s is NULL.
+ *
+ * Thread safety:
+ * zkr_session_state_get() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void report(const zkr_session *s) {
+ *     zkr_session_state st = zkr_session_state_get(s);
+ *     if (st != ZKR_STATE_CONNECTED)
+ *       fprintf(stderr, "ZooKeeper session is %s\n",
+ *               zkr_session_state_name(st));
+ *   }
+ *
+ * See also: zkr_session_state_name(), zkr_session_add_listener(),
+ *   zkr_session_wait_connected(), zkr_session_id()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_session_state
+ */
 ZKR_EXTERN zkr_session_state zkr_session_state_get(const zkr_session *s);
 
 /**
- * zkr_session_id - the current ZooKeeper session id, 0 when there is none
- * (connecting, lost, closed, or @s NULL).
+ * zkr_session_id - the current ZooKeeper session id
+ *
+ * zkr_session_id() returns the id of the ZooKeeper session that @s currently
+ * has: the id the server assigned when the session was established. It is the
+ * number ZooKeeper's own tools show as the owner of ephemeral nodes, and is
+ * usually printed in hexadecimal.
+ *
+ * There is an id while the session is ZKR_STATE_CONNECTED or
+ * ZKR_STATE_SUSPENDED. After a loss and renewal the session gets a new id; a
+ * different id means a different ZooKeeper session, whose ephemeral nodes are
+ * not those of the previous one.
+ *
+ * The function does not block (it takes an internal lock briefly).
+ *
+ * Returns:
+ * The session id, or 0 when there is none: while connecting, after a loss,
+ * after zkr_session_close(), or when @s is NULL.
+ *
+ * Thread safety:
+ * zkr_session_id() is thread-safe and may be called from any thread, including
+ * from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void print_id(const zkr_session *s) {
+ *     printf("session 0x%llx\n", (unsigned long long)zkr_session_id(s));
+ *   }
+ *
+ * See also: zkr_session_state_get(), zkr_session_timeout(),
+ *   zkr_session_add_listener()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int64_t zkr_session_id(const zkr_session *s);
 
 /**
- * zkr_session_timeout - the session timeout negotiated with the server, in
- * milliseconds (0 for NULL; the last negotiated value while a new session
- * is being opened).
+ * zkr_session_timeout - the negotiated session timeout
+ *
+ * zkr_session_timeout() returns the session timeout, in milliseconds, that the
+ * server granted the current (or last) ZooKeeper session of @s.
+ *
+ * The timeout requested with zkr_session_opts_set_session_timeout() is only a
+ * request: the server clamps it to its own range, which by default is 2 to 20
+ * times its tickTime. The negotiated value is what counts: it is how long the
+ * ensemble keeps the session, and its ephemeral nodes, after it last heard from
+ * the client, and the session clock (see zkr_session_opts_set_lost_fraction())
+ * is based on it.
+ *
+ * The value is updated each time a new ZooKeeper session is established, and
+ * keeps the last negotiated value while the session is lost. The function does
+ * not block (it takes an internal lock briefly).
+ *
+ * Returns:
+ * The negotiated timeout in milliseconds; 0 before the first connection or when
+ * @s is NULL.
+ *
+ * Thread safety:
+ * zkr_session_timeout() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * See also: zkr_session_opts_set_session_timeout(),
+ *   zkr_session_opts_set_lost_fraction(), zkr_session_id()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_timeout(const zkr_session *s);
 
 /**
- * zkr_session_wait_connected - wait until the session is CONNECTED.
- * @timeout_ms: how long to wait; 0 polls; negative waits without limit.
- * Returns ZKR_OK; ZKR_ETIMEDOUT; ZKR_ECLOSED; ZKR_ESESSIONLOST (lost and
- * renewal is off, or the server refused the credentials); ZKR_EINVAL;
- * ZKR_EDEADLK (a non-zero @timeout_ms from a zkr callback; polling with 0
- * is allowed there).
+ * zkr_session_wait_connected - wait until a session is connected
+ *
+ * zkr_session_wait_connected() returns as soon as @s is in state
+ * ZKR_STATE_CONNECTED, waiting for it if needed: while suspended, until the
+ * connection is back; after a loss with renewal on, until the new ZooKeeper
+ * session is established.
+ *
+ * @timeout_ms bounds the wait in milliseconds: 0 does not wait at all (it only
+ * checks the state), a negative value waits without limit.
+ *
+ * Recipe operations wait for a connection by themselves, within their own
+ * deadlines; this function is for programs that want to wait before starting
+ * work, or after being told ZKR_EV_SUSPENDED or ZKR_EV_LOST.
+ *
+ * With a non-zero @timeout_ms it must not be called from a zkr callback (a
+ * session listener, or any callback a recipe runs on the session's event
+ * thread): there it returns ZKR_EDEADLK at once. A check with a @timeout_ms of
+ * 0 is allowed from callbacks.
+ *
+ * Returns:
+ *   ZKR_OK            The session is connected.
+ *   ZKR_ETIMEDOUT     The timeout passed first.
+ *   ZKR_ECLOSED       The session is closed or being closed.
+ *   ZKR_ESESSIONLOST  The session was lost and renewal is off (see
+ *                     zkr_session_opts_set_renew()): it will never be connected
+ *                     again.
+ *   ZKR_EINVAL        @s is NULL.
+ *   ZKR_EDEADLK       Called from a zkr callback with a non-zero @timeout_ms.
+ *
+ * Thread safety:
+ * zkr_session_wait_connected() is thread-safe: several threads may wait on the
+ * same session at once.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Wait up to 30 s for the connection to come back.
+ *   int wait_for_zookeeper(zkr_session *s) {
+ *     int rc = zkr_session_wait_connected(s, 30000);
+ *     if (rc != ZKR_OK)
+ *       fprintf(stderr, "ZooKeeper unavailable: %s\n", zkr_strerror(rc));
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_session_state_get(), zkr_session_add_listener(),
+ *   zkr_session_new()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_wait_connected(zkr_session *s, int64_t timeout_ms);
 
 /**
- * zkr_session_add_listener - register a state listener.
- * @fn: the listener; @user_data is passed to it.
- * @id_out: receives an id for zkr_session_remove_listener(); may be NULL.
- * The listener is told exactly the events queued after registration (not
- * one being delivered while it registers, even from another listener).
- * Returns ZKR_OK, ZKR_EINVAL (NULL @s or @fn), ZKR_ECLOSED, ZKR_ENOMEM.
+ * zkr_session_add_listener - be told about session state changes
+ *
+ * zkr_session_add_listener() registers @fn to be called with @user_data for
+ * each state change of @s. If @id_out is not NULL it receives a non-zero id for
+ * zkr_session_remove_listener(). The same function may be registered more than
+ * once; each registration has its own id.
+ *
+ * A listener is called with the session, the event, the ZooKeeper session id
+ * the event is about, and its @user_data. The events are:
+ *
+ *   ZKR_EV_CONNECTED    A new ZooKeeper session was established: the first one,
+ *                       during zkr_session_new(), or a new one after a loss.
+ *                       @session_id is the new id. (The event of the first
+ *                       session is queued inside zkr_session_new(), so no
+ *                       listener ever receives it.) Ephemeral nodes and watches
+ *                       of the earlier session are gone.
+ *   ZKR_EV_SUSPENDED    The connection to the server dropped. The ZooKeeper
+ *                       session may still be alive; the client is reconnecting.
+ *                       @session_id is the current id.
+ *   ZKR_EV_RECONNECTED  The connection is back and the ZooKeeper session is the
+ *                       same one: ephemeral nodes and watches are intact.
+ *   ZKR_EV_LOST         The ZooKeeper session is gone: the server expired it,
+ *                       the session clock declared it lost (see
+ *                       zkr_session_opts_set_lost_fraction()), or the server
+ *                       rejected the credentials. @session_id is the id that
+ *                       was lost. Unless renewal is off, a new session is being
+ *                       opened.
+ *   ZKR_EV_CLOSED       zkr_session_close() was called; this is the last event
+ *                       a listener gets. @session_id is the id the session had
+ *                       then, or 0.
+ *
+ * A listener is told the events that happen after it is registered (exactly
+ * those queued after the registration: not one being delivered while it
+ * registers, even from another listener); it is not told the current state,
+ * which zkr_session_state_get() gives. Events are queued, so by the time a
+ * listener runs the session may already be in a later state: a listener told
+ * ZKR_EV_LOST may find the session ZKR_STATE_CONNECTING or even connected
+ * again.
+ *
+ * All listeners run on the session's event thread, one call at a time: events
+ * are delivered in the order they happened, and for each event the listeners
+ * are called in the order they were registered. A listener must not block,
+ * since it delays every other callback of the session; blocking zkr calls made
+ * from it fail with ZKR_EDEADLK. It may call the non-blocking session
+ * functions, including zkr_session_add_listener() and
+ * zkr_session_remove_listener().
+ *
+ * @user_data must stay valid until the listener is removed or
+ * zkr_session_close() has returned.
+ *
+ * Returns:
+ *   ZKR_OK       The listener is registered.
+ *   ZKR_EINVAL   @s or @fn is NULL.
+ *   ZKR_ECLOSED  The session is being closed.
+ *   ZKR_ENOMEM   Out of memory.
+ *
+ * Thread safety:
+ * zkr_session_add_listener() is thread-safe and may be called from any thread,
+ * including from a listener.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   static void on_state(zkr_session *s, zkr_session_event ev,
+ *                        int64_t session_id, void *user_data) {
+ *     const char *name = user_data;
+ *     (void)s;
+ *     fprintf(stderr, "%s: %s (session 0x%llx)\n", name,
+ *             zkr_session_event_name(ev), (unsigned long long)session_id);
+ *   }
+ *
+ *   int watch_session(zkr_session *s, uint64_t *id) {
+ *     return zkr_session_add_listener(s, on_state, "worker", id);
+ *   }
+ *
+ * See also: zkr_session_remove_listener(), zkr_session_event_name(),
+ *   zkr_session_state_get(), zkr_session_new(), zkr_session_close()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_session_event, zkr_session_listener_fn
  */
 ZKR_EXTERN int zkr_session_add_listener(zkr_session *s,
                                         zkr_session_listener_fn fn,
                                         void *user_data, uint64_t *id_out);
 
 /**
- * zkr_session_remove_listener - unregister a listener. When it returns the
- * listener is not running (unless called from that listener itself) and
- * will never be called again.
- * Returns ZKR_OK, ZKR_EINVAL (NULL @s, or no listener with that id).
+ * zkr_session_remove_listener - stop being told about session state changes
+ *
+ * zkr_session_remove_listener() unregisters the listener that
+ * zkr_session_add_listener() registered with the id @id.
+ *
+ * When it returns, the listener will never be called again and is not running,
+ * so its @user_data may be freed. If the listener is running on the event
+ * thread at the time of the call, the call waits for it to return. Called from
+ * a listener (including the one being removed), it does not wait: listeners run
+ * one at a time, so no other listener is running then.
+ *
+ * Returns:
+ *   ZKR_OK      The listener is removed.
+ *   ZKR_EINVAL  @s is NULL, or no listener has the id @id (for example, it was
+ *               already removed).
+ *
+ * Thread safety:
+ * zkr_session_remove_listener() is thread-safe and may be called from any
+ * thread, including from a listener.
+ *
+ * Example:
+ *   #include <stdlib.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   struct watcher {
+ *     uint64_t id;
+ *     int events;
+ *   };
+ *
+ *   static void count(zkr_session *s, zkr_session_event ev, int64_t sid,
+ *                     void *ud) {
+ *     (void)s, (void)ev, (void)sid;
+ *     ((struct watcher *)ud)->events++;
+ *   }
+ *
+ *   int watcher_start(zkr_session *s, struct watcher **out) {
+ *     struct watcher *w = calloc(1, sizeof *w);
+ *     if (!w)
+ *       return ZKR_ENOMEM;
+ *     int rc = zkr_session_add_listener(s, count, w, &w->id);
+ *     if (rc != ZKR_OK) {
+ *       free(w);
+ *       return rc;
+ *     }
+ *     *out = w;
+ *     return ZKR_OK;
+ *   }
+ *
+ *   void watcher_stop(zkr_session *s, struct watcher *w) {
+ *     zkr_session_remove_listener(s, w->id);
+ *     free(w); // safe: the listener is not running and never will again
+ *   }
+ *
+ * See also: zkr_session_add_listener()
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_remove_listener(zkr_session *s, uint64_t id);
 
 /**
- * zkr_session_children - list the children of the node at @path, sorted
- * by name (a convenience for tools that walk a tree of locks, such as
- * zkr-ls -r; the recipes do not need it).
- * @out: receives an array of @count NUL-terminated names (NULL when
- *   @count is 0) to free with zkr_children_free().
- * @timeout_ms: negative = no limit; connection losses are retried until
- *   then.
- * Returns ZKR_OK; ZKR_ENONODE (no node at @path: @out and @count are set
- * to NULL and 0); ZKR_EBADPATH; ZKR_EINVAL (NULL @s, @out or @count);
- * ZKR_ECLOSED; ZKR_ESESSIONLOST; ZKR_ETIMEDOUT; ZKR_ENOAUTH; ZKR_EZK;
- * ZKR_EDEADLK (called from a zkr callback); ZKR_ENOMEM.
+ * zkr_session_children - list the children of a znode
+ *
+ * zkr_session_children() reads the names of the children of the node at @path
+ * through the session @s and stores them in *@out as an array of *@count
+ * NUL-terminated strings. The names are the last components only, not full
+ * paths, and are sorted by name in byte order (strcmp(3)). @path is relative to
+ * the chroot of the session's connection string, like the paths of the recipes.
+ *
+ * The recipes do not need this call; it is there for programs that walk a tree
+ * of locks, such as `zkr-ls -r`. Sorting by name is not the order of a lock's
+ * queue: to list the contenders of a lock in queue order, use
+ * zkr_mutex_participants().
+ *
+ * The call sets no watch and changes nothing on the server. While the session
+ * is disconnected or being renewed it waits, and the request is sent again
+ * after a connection loss, all within @timeout_ms milliseconds (negative: no
+ * limit).
+ *
+ * On success *@out belongs to the caller, who frees it with zkr_children_free()
+ * and the same *@count. A node without children gives *@count 0 and *@out NULL.
+ * If there is no node at @path, the call returns ZKR_ENONODE and sets *@out to
+ * NULL and *@count to 0. On any other failure *@out and *@count are left
+ * untouched.
+ *
+ * The call blocks, so it must not be called from a zkr callback: there it
+ * returns ZKR_EDEADLK.
+ *
+ * Returns:
+ *   ZKR_OK            *@out and *@count hold the names (possibly none).
+ *   ZKR_ENONODE       There is no node at @path.
+ *   ZKR_EBADPATH      @path is NULL or not a valid znode path.
+ *   ZKR_ETIMEDOUT     @timeout_ms passed first.
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_ENOAUTH       The ACL of @path does not allow this session to read it.
+ *   ZKR_EDEADLK       Called from a zkr callback.
+ *   ZKR_EINVAL        @s, @out or @count is NULL.
+ *   ZKR_EZK           An unexpected ZooKeeper error.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * zkr_session_children() may be called from any thread except a zkr callback,
+ * concurrently with any other use of the session.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Print the children of path, one per line; a missing node has none.
+ *   int print_children(zkr_session *s, const char *path) {
+ *     char **names = NULL;
+ *     size_t n = 0;
+ *     int rc = zkr_session_children(s, path, 5000, &names, &n);
+ *     if (rc == ZKR_ENONODE)
+ *       return ZKR_OK;
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     for (size_t i = 0; i < n; i++)
+ *       printf("%s/%s\n", path, names[i]);
+ *     zkr_children_free(names, n);
+ *     return ZKR_OK;
+ *   }
+ *
+ * See also: zkr_children_free(), zkr_mutex_participants(), zkr_session_new(),
+ *   zkr-ls(1)
+ *
+ * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_children(zkr_session *s, const char *path,
                                     int64_t timeout_ms, char ***out,
                                     size_t *count);
 
-/** zkr_children_free - free what zkr_session_children() returned; NULL is
- * a no-op. */
+/**
+ * zkr_children_free - free a list of child names
+ *
+ * zkr_children_free() frees the array @names of @count strings returned by
+ * zkr_session_children(), with the strings themselves. @count must be the count
+ * that call returned. NULL is accepted and does nothing.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * zkr_children_free() may be called from any thread, including from zkr
+ * callbacks.
+ *
+ * Example:
+ *   #include <stddef.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // The number of children of path, or -1 on an error.
+ *   long count_children(zkr_session *s, const char *path) {
+ *     char **names = NULL;
+ *     size_t n = 0;
+ *     if (zkr_session_children(s, path, 5000, &names, &n) != ZKR_OK)
+ *       return -1;
+ *     zkr_children_free(names, n);
+ *     return (long)n;
+ *   }
+ *
+ * See also: zkr_session_children()
+ *
+ * Since: 0.1.0
+ */
 ZKR_EXTERN void zkr_children_free(char **names, size_t count);
 
-/** zkr_session_state_name - "CONNECTING", "CONNECTED", ... (static). */
+/**
+ * zkr_session_state_name - the name of a session state
+ *
+ * zkr_session_state_name() returns the name of @state without its prefix:
+ * "CONNECTING", "CONNECTED", "SUSPENDED", "LOST" or "CLOSED". A value that is
+ * not a ZKR_STATE_* constant gives "UNKNOWN".
+ *
+ * The string has static storage: do not modify or free it.
+ *
+ * Returns:
+ * A pointer to a static, NUL-terminated string; never NULL.
+ *
+ * Thread safety:
+ * zkr_session_state_name() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void print_state(const zkr_session *s) {
+ *     printf("state: %s\n", zkr_session_state_name(zkr_session_state_get(s)));
+ *   }
+ *
+ * See also: zkr_session_state_get(), zkr_session_event_name()
+ *
+ * Since: 0.1.0
+ */
 ZKR_EXTERN const char *zkr_session_state_name(zkr_session_state state);
 
-/** zkr_session_event_name - "CONNECTED", "SUSPENDED", ... (static). */
+/**
+ * zkr_session_event_name - the name of a session event
+ *
+ * zkr_session_event_name() returns the name of @ev without its prefix:
+ * "CONNECTED", "SUSPENDED", "RECONNECTED", "LOST" or "CLOSED". A value that is
+ * not a ZKR_EV_* constant gives "UNKNOWN".
+ *
+ * The string has static storage: do not modify or free it.
+ *
+ * Returns:
+ * A pointer to a static, NUL-terminated string; never NULL.
+ *
+ * Thread safety:
+ * zkr_session_event_name() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * See also: zkr_session_add_listener(), zkr_session_state_name()
+ *
+ * Since: 0.1.0
+ */
 ZKR_EXTERN const char *zkr_session_event_name(zkr_session_event ev);
 
 #ifdef __cplusplus

@@ -1,0 +1,163 @@
+#!/bin/sh
+# The section 3 pages made from the header comments (scripts/hdr2man): every
+# exported function has one and it is installed, they are up to date with
+# the headers, man renders them without a warning, and their references
+# lead to pages that exist.
+srcdir=${abs_top_srcdir:-${top_srcdir:-$(dirname "$0")/..}}
+builddir=${abs_top_builddir:-.}
+py=${PYTHON3:-$(command -v python3)}
+if [ -z "$HDR2MAN_FLAGS" ]; then # run by hand: the flags Makefile.am uses
+  version=$(sed -n 's/^AC_INIT(\[zkr\], \[\([^]]*\)\].*/\1/p' "$srcdir/configure.ac")
+  HDR2MAN_FLAGS="--version $version --news $srcdir/NEWS"
+fi
+if [ -z "${ZKR_MAN3+set}" ]; then # the pages Makefile.am installs
+  ZKR_MAN3=$(sed -n 's/^[[:space:]]*\(docs\/man\/zkr_[a-z0-9_]*\.3\).*/\1/p' "$srcdir/Makefile.am")
+fi
+no_skip=${ZKR_TEST_NO_SKIP:-0}
+if [ -z "$py" ]; then
+  echo "1..0 # SKIP python3 is not installed"
+  exit 0
+fi
+echo "1..7"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { # ok STATUS DESCRIPTION
+  n=$((n + 1))
+  if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+}
+skip() { # skip REASON DESCRIPTION
+  n=$((n + 1))
+  if [ "$no_skip" = 1 ]; then
+    echo "not ok $n - $2 (would skip, but ZKR_TEST_NO_SKIP=1: $1)"
+  else
+    echo "ok $n - $2 # SKIP $1"
+  fi
+}
+diag() { sed 's/^/# /' "$@"; }
+# page NAME.N: the built page (the build tree's, else a tarball's in srcdir)
+page() {
+  for d in "$builddir/docs/man" "$srcdir/docs/man"; do
+    if [ -f "$d/$1" ]; then
+      echo "$d/$1"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# shellcheck disable=SC2086 # HDR2MAN_FLAGS holds several words
+"$py" "$srcdir/scripts/hdr2man" $HDR2MAN_FLAGS --outdir "$tmp/gen" \
+  "$srcdir/include/zkr" 2>"$tmp/gen.err"
+gen_status=$?
+ls "$tmp/gen" 2>/dev/null | sed -n 's/\.3$//p' | sort > "$tmp/pages"
+
+# 1. every exported function has a page, made from its comment
+lib=$(ls "$builddir"/lib/.libs/libzkr.so.* 2>/dev/null | head -n 1)
+if [ -z "$lib" ]; then
+  skip "no shared library built (--disable-shared?)" "every exported function has a page"
+else
+  nm=${NM:-nm}
+  case "$nm" in *" "*) nm=nm ;; esac # libtool's NM may carry flags
+  "$nm" -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' |
+    sed 's/@.*//' | sort -u > "$tmp/exports"
+  : > "$tmp/missing"
+  while read -r sym; do
+    grep -qx "$sym" "$tmp/pages" && page "$sym.3" >/dev/null ||
+      echo "$sym" >> "$tmp/missing"
+  done < "$tmp/exports"
+  if [ -s "$tmp/missing" ]; then
+    ok 1 "every exported function has a page"
+    echo "# no page (write a doc comment above the declaration, see docs/architecture.md):"
+    diag "$tmp/missing"
+    diag "$tmp/gen.err"
+  else
+    ok 0 "every exported function has a page ($(wc -l < "$tmp/exports") functions)"
+  fi
+fi
+
+# 2. hdr2man found a well-formed comment for every ZKR_EXTERN function
+if [ "$gen_status" -eq 0 ] && [ ! -s "$tmp/gen.err" ]; then
+  ok 0 "every public function has a well-formed doc comment"
+else
+  ok 1 "every public function has a well-formed doc comment"
+  diag "$tmp/gen.err"
+fi
+
+# 3. the pages installed (ZKR_MAN3 in Makefile.am) are the pages made
+for p in $ZKR_MAN3; do basename "$p" .3; done | sort > "$tmp/installed"
+if diff -u "$tmp/pages" "$tmp/installed" > "$tmp/inst.diff"; then
+  ok 0 "ZKR_MAN3 lists every page"
+else
+  ok 1 "ZKR_MAN3 in Makefile.am lists every page, and no other (- add, + remove)"
+  diag "$tmp/inst.diff"
+fi
+
+# 4. the built pages are up to date: the headers in srcdir give the same bytes
+: > "$tmp/stale"
+while read -r name; do
+  if ! built=$(page "$name.3"); then
+    echo "$name.3: not built" >> "$tmp/stale"
+  elif ! cmp -s "$built" "$tmp/gen/$name.3"; then
+    echo "$built: differs from what the headers give" >> "$tmp/stale"
+    diff -u "$built" "$tmp/gen/$name.3" | head -n 20 >> "$tmp/stale"
+  fi
+done < "$tmp/pages"
+if [ -s "$tmp/pages" ] && [ ! -s "$tmp/stale" ]; then
+  ok 0 "the built pages are up to date with the headers"
+else
+  ok 1 "the built pages are up to date with the headers (run make)"
+  diag "$tmp/stale"
+fi
+
+# 5. man renders every page (these and the tools') without a warning
+man1=$(ls "$srcdir"/docs/man/*.1 2>/dev/null)
+if ! command -v man >/dev/null 2>&1 || ! command -v groff >/dev/null 2>&1; then
+  skip "man is not installed (apt-get install man-db)" "every page renders without warnings"
+else
+  : > "$tmp/warn"
+  for p in "$tmp"/gen/*.3 $man1; do
+    w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$p" 2>&1 >/dev/null)
+    [ -z "$w" ] || printf '%s:\n%s\n' "$(basename "$p")" "$w" >> "$tmp/warn"
+  done
+  if [ -s "$tmp/warn" ]; then
+    ok 1 "every page renders without warnings"
+    diag "$tmp/warn"
+  else
+    ok 0 "every page renders without warnings"
+  fi
+fi
+
+# 6. every reference "zkr... (N)" of a .BR or .RB line names a page we have
+# (references to the system's pages, such as strcmp(3), are not checked)
+: > "$tmp/refs"
+for p in "$tmp"/gen/*.3 $man1; do
+  sed -n 's/^\.[BR][RB] //p' "$p" | sed 's/\\-/-/g' |
+    grep -o '\bzkr[A-Za-z0-9_.-]* ([0-9])' |
+    sed "s|^\\(.*\\) (\\([0-9]\\))\$|$(basename "$p") \\1.\\2|" >> "$tmp/refs"
+done
+: > "$tmp/dangling"
+while read -r from to; do
+  [ -f "$tmp/gen/$to" ] || [ -f "$srcdir/docs/man/$to" ] ||
+    echo "$from refers to $to, which does not exist" >> "$tmp/dangling"
+done < "$tmp/refs"
+if [ -s "$tmp/refs" ] && [ ! -s "$tmp/dangling" ]; then
+  ok 0 "every cross-reference leads to a page ($(wc -l < "$tmp/refs") references)"
+else
+  ok 1 "every cross-reference leads to a page"
+  diag "$tmp/dangling"
+fi
+
+# 7. every page has the sections a reader looks for
+: > "$tmp/sections"
+for p in "$tmp"/gen/*.3; do
+  for s in NAME SYNOPSIS DESCRIPTION "RETURN VALUE" "THREAD SAFETY" AVAILABILITY "SEE ALSO"; do
+    grep -qx "\\.SH $s" "$p" || echo "$(basename "$p"): no $s" >> "$tmp/sections"
+  done
+done
+if [ -s "$tmp/pages" ] && [ ! -s "$tmp/sections" ]; then
+  ok 0 "every page has NAME, SYNOPSIS, DESCRIPTION, RETURN VALUE, THREAD SAFETY, AVAILABILITY and SEE ALSO"
+else
+  ok 1 "every page has NAME, SYNOPSIS, DESCRIPTION, RETURN VALUE, THREAD SAFETY, AVAILABILITY and SEE ALSO (Returns:, Thread safety:, Since:, See also:)"
+  diag "$tmp/sections"
+fi
