@@ -594,6 +594,12 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  *   ZKR_EZK           ZooKeeper refused the lock node for another reason, for
  *                     example because the lock path is an ephemeral node (which
  *                     cannot have children).
+ *   ZKR_EUPGRADE      @m is the write half of a read-write lock
+ *                     (zkr_rwlock_write_lock()) and the calling thread
+ *                     holds its read half; nothing was done.
+ *   ZKR_ELOCKLOST     @m is the read half of a read-write lock acquired by
+ *                     the thread holding the write half (a downgrade), and
+ *                     the write lock's session was lost meanwhile.
  *   ZKR_EDEADLK       Called from a zkr callback; nothing was done.
  *   ZKR_EINVAL        @m is NULL.
  *   ZKR_ENOMEM        Out of memory.

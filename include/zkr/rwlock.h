@@ -146,6 +146,9 @@ ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock **out, zkr_session *s,
  * background if the connection is down; a downgrade's read node first), and
  * frees @rw. The halves are invalid afterwards. NULL is a no-op.
  *
+ * Returns:
+ * None.
+ *
  * Thread safety:
  * Not concurrently with any other call on @rw or its halves. It waits for a
  * callback of @rw that is running on another thread; called from such a
@@ -163,7 +166,10 @@ ZKR_EXTERN void zkr_rwlock_free(zkr_rwlock *rw);
  * zkr_rwlock_read_lock() returns the read (shared) half of @rw, a `zkr_mutex`
  * that belongs to @rw: acquire it to read. It is always the same object for
  * one lock, and it is freed by zkr_rwlock_free(); zkr_mutex_free() on it does
- * nothing but log an error. NULL if @rw is NULL.
+ * nothing but log an error.
+ *
+ * Returns:
+ * The read half; NULL if @rw is NULL.
  *
  * Thread safety:
  * Any thread, at any time before zkr_rwlock_free().
@@ -181,8 +187,10 @@ ZKR_EXTERN zkr_mutex *zkr_rwlock_read_lock(zkr_rwlock *rw);
  * `zkr_mutex` that belongs to @rw: acquire it to write. It is always the same
  * object for one lock, and it is freed by zkr_rwlock_free(); zkr_mutex_free()
  * on it does nothing but log an error. Its acquisition fails at once with
- * ZKR_EUPGRADE when the calling thread holds the read half. NULL if @rw is
- * NULL.
+ * ZKR_EUPGRADE when the calling thread holds the read half.
+ *
+ * Returns:
+ * The write half; NULL if @rw is NULL.
  *
  * Thread safety:
  * Any thread, at any time before zkr_rwlock_free().
