@@ -28,6 +28,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.KeeperException;
 
@@ -119,6 +120,40 @@ public final class CuratorBench {
     touch("done");
     for (long v : t)
       out.println("sample " + v);
+    waitFor("end");
+    c.close();
+  }
+
+  /* s5: the read-write lock (InterProcessReadWriteLock), each operation a
+   * read with probability readPermille/1000, held for holdUs */
+  static long readPermille = 900, holdUs = 0;
+
+  static void s5() throws Exception {
+    CuratorFramework c = connect();
+    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);
+    java.util.Random rnd = new java.util.Random(Long.parseLong(id) * 7919 + 1);
+    StringBuilder sb = new StringBuilder();
+    touch("ready");
+    long t0 = waitFor("go");
+    long end = t0 + durationMs * 1000000L;
+    sleepUntil(t0);
+    for (;;) {
+      long treq = System.nanoTime();
+      if (treq >= end)
+        break;
+      boolean reading = rnd.nextInt(1000) < readPermille;
+      InterProcessMutex m = reading ? rw.readLock() : rw.writeLock();
+      m.acquire();
+      long tacq = System.nanoTime();
+      if (holdUs > 0)
+        sleepUntil(tacq + holdUs * 1000L);
+      long trel = System.nanoTime();
+      m.release();
+      sb.append("op ").append(reading ? 'R' : 'W').append(' ').append(treq)
+          .append(' ').append(tacq).append(' ').append(trel).append('\n');
+    }
+    touch("done");
+    out.print(sb);
     waitFor("end");
     c.close();
   }
@@ -290,6 +325,8 @@ public final class CuratorBench {
       case "--sessions": sessions = Long.parseLong(v); break;
       case "--waiters": waiters = Long.parseLong(v); break;
       case "--session-ms": sessionMs = Long.parseLong(v); break;
+      case "--read-permille": readPermille = Long.parseLong(v); break;
+      case "--hold-us": holdUs = Long.parseLong(v); break;
       default: die("unknown option " + a);
       }
     }
@@ -301,6 +338,7 @@ public final class CuratorBench {
       switch (mode) {
       case "s1": s1(); break;
       case "s2": s2(); break;
+      case "s5": s5(); break;
       case "hold": hold(); break;
       case "herd": herd(); break;
       case "s4held": s4held(); break;

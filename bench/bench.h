@@ -33,6 +33,13 @@ const char *b_strerror(int rc);
 typedef void (*b_done_fn)(void *ud, int rc);
 extern int (*const b_acquire_async)(block *l, b_done_fn fn, void *ud);
 
+/* Optional: a read-write lock on @path, its read and write halves as two
+ * blocks (b_acquire/b_release work on them; b_lock_free on the write half
+ * frees both, on the read half nothing). NULL when the back end has no
+ * read-write lock (the raw floor: scenario S5 is not run for it). */
+extern int (*const b_rwlock_new)(bsess *s, const char *path, block **rd,
+                                 block **wr);
+
 /* The number of children of @path (the sequence nodes of a lock), or -1. */
 int b_count_children(bsess *s, const char *path);
 

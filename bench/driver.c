@@ -20,6 +20,10 @@
  *   s4wait  one session: hold PATH, then --waiters W more contenders on
  *           PATH (asynchronous acquisitions if the back end has them, else
  *           a thread each); output "rss_base KB" and "rss_waiters W KB"
+ *   s5      the read-write lock (back ends that have one): from T0 until
+ *           T0 + --duration-ms, each operation a read with probability
+ *           --read-permille/1000 (default 900), else a write, held for
+ *           --hold-us (default 0); output "op R|W T_REQ T_ACQ T_REL"
  *   count   print the number of children of PATH
  *   now     print the monotonic clock in ns
  *
@@ -51,6 +55,7 @@
 
 static const char *o_servers, *o_path, *o_out, *o_sync, *o_locks;
 static const char *o_id = "0";
+static long o_read_permille = 900, o_hold_us = 0;
 static long o_cycles = 2000, o_duration_ms = 10000, o_warmup, o_sessions = 1,
             o_waiters = 1000, o_session_ms = 10000;
 
@@ -66,10 +71,11 @@ static void die(const char *fmt, ...) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: %s-bench s1|s2|hold|herd|s4held|s4wait|count|now "
+          "usage: %s-bench s1|s2|s5|hold|herd|s4held|s4wait|count|now "
           "--servers HOSTS --path PATH [--out FILE] [--sync DIR] [--id ID]\n"
           "  [--cycles N] [--duration-ms MS] [--warmup N] [--sessions K]\n"
-          "  [--locks N,N...] [--waiters W] [--session-ms MS]\n",
+          "  [--locks N,N...] [--waiters W] [--session-ms MS]\n"
+          "  [--read-permille N] [--hold-us US]\n",
           b_impl);
   exit(64);
 }
@@ -447,6 +453,61 @@ static int run_s4wait(void) {
   _exit(0);
 }
 
+/* ---------------------------------------------------------------- s5 */
+
+static int run_s5(void) {
+  if (!b_rwlock_new)
+    die("s5: no read-write lock in this back end");
+  bsess *s = connect_or_die();
+  block *rd, *wr;
+  int rc = b_rwlock_new(s, o_path, &rd, &wr);
+  if (rc)
+    die("rwlock: %s", b_strerror(rc));
+  unsigned seed = (unsigned)strtoul(o_id, NULL, 10) * 7919u + 1u;
+  size_t cap = 4096, n = 0;
+  int64_t *t = malloc(cap * 4 * sizeof *t);
+  if (!t)
+    die("out of memory");
+  sync_touch("ready");
+  int64_t t0 = sync_wait("go");
+  int64_t end = t0 + o_duration_ms * 1000000;
+  sleep_ns(t0 - b_now_ns());
+  for (;;) {
+    int64_t treq = b_now_ns();
+    if (treq >= end)
+      break;
+    int reading = (long)(rand_r(&seed) % 1000) < o_read_permille;
+    block *l = reading ? rd : wr;
+    if ((rc = b_acquire(l)) != 0)
+      die("acquire: %s", b_strerror(rc));
+    int64_t tacq = b_now_ns();
+    sleep_ns(o_hold_us * 1000);
+    int64_t trel = b_now_ns();
+    if ((rc = b_release(l)) != 0)
+      die("release: %s", b_strerror(rc));
+    if (n == cap) {
+      cap *= 2;
+      if (!(t = realloc(t, cap * 4 * sizeof *t)))
+        die("out of memory");
+    }
+    t[4 * n] = reading;
+    t[4 * n + 1] = treq;
+    t[4 * n + 2] = tacq;
+    t[4 * n + 3] = trel;
+    n++;
+  }
+  sync_touch("done");
+  for (size_t i = 0; i < n; i++)
+    fprintf(out, "op %c %" PRId64 " %" PRId64 " %" PRId64 "\n",
+            t[4 * i] ? 'R' : 'W', t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]);
+  sync_wait("end");
+  b_lock_free(rd);
+  b_lock_free(wr);
+  b_close(s);
+  free(t);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -487,6 +548,10 @@ int main(int argc, char **argv) {
         o_waiters = n;
       else if (!strcmp(a, "--session-ms"))
         o_session_ms = n;
+      else if (!strcmp(a, "--read-permille") && n <= 1000)
+        o_read_permille = n;
+      else if (!strcmp(a, "--hold-us"))
+        o_hold_us = n;
       else
         usage();
     }
@@ -503,6 +568,8 @@ int main(int argc, char **argv) {
     rc = run_s1();
   else if (!strcmp(mode, "s2"))
     rc = run_s2();
+  else if (!strcmp(mode, "s5"))
+    rc = run_s5();
   else if (!strcmp(mode, "hold"))
     rc = run_hold();
   else if (!strcmp(mode, "herd"))

@@ -23,6 +23,8 @@ struct bsess {
 
 struct block {
   zkr_mutex *m;
+  zkr_rwlock *rw; /* set in the write half of a read-write lock */
+  int half;       /* a half: m belongs to a zkr_rwlock */
   b_done_fn fn;
   void *ud;
 };
@@ -80,9 +82,31 @@ int b_release(block *l) {
 }
 
 void b_lock_free(block *l) {
-  zkr_mutex_free(l->m);
+  if (l->rw)
+    zkr_rwlock_free(l->rw);
+  else if (!l->half)
+    zkr_mutex_free(l->m);
   free(l);
 }
+
+static int rwlock_new(bsess *b, const char *path, block **rd, block **wr) {
+  block *r = calloc(1, sizeof *r), *w = calloc(1, sizeof *w);
+  int rc = r && w ? zkr_rwlock_new(&w->rw, b->s, path, NULL) : ZKR_ENOMEM;
+  if (rc != ZKR_OK) {
+    free(r);
+    free(w);
+    return rc;
+  }
+  r->half = w->half = 1;
+  r->m = zkr_rwlock_read_lock(w->rw);
+  w->m = zkr_rwlock_write_lock(w->rw);
+  *rd = r;
+  *wr = w;
+  return 0;
+}
+
+int (*const b_rwlock_new)(bsess *, const char *, block **,
+                          block **) = rwlock_new;
 
 const char *b_strerror(int rc) {
   return zkr_strerror(rc);

@@ -25,9 +25,14 @@ OPTS = {
     "servers": None, "path": None, "out": None, "sync": None, "id": "0",
     "locks": "1000,10000", "cycles": 2000, "duration-ms": 10000,
     "warmup": 0, "sessions": 1, "waiters": 1000, "session-ms": 10000,
+    "read-permille": 900, "hold-us": 0,
 }
 NUMERIC = ("cycles", "duration-ms", "warmup", "sessions", "waiters",
-           "session-ms")
+           "session-ms", "read-permille", "hold-us")
+# s5: kazoo 2.8's ReadLock can wait for a writer queued after it, which
+# waits for the reader (python-zk/kazoo #649): every acquisition is bounded
+# by this, and one that times out is written as "op K T_REQ -1 -1"
+S5_ACQUIRE_TIMEOUT_S = 2.0
 
 
 def die(msg):
@@ -127,6 +132,47 @@ def s2(out):
     touch("done")
     for treq, tacq in t:
         out.write("acq %d %d\n" % (treq, tacq))
+    wait_for("end")
+    c.stop()
+    c.close()
+
+
+def s5(out):
+    import random
+    from kazoo.exceptions import LockTimeout
+    c = connect()
+    rd, wr = c.ReadLock(OPTS["path"]), c.WriteLock(OPTS["path"])
+    rnd = random.Random(int(OPTS["id"]) * 7919 + 1)
+    t = []
+    touch("ready")
+    t0 = wait_for("go")
+    end = t0 + OPTS["duration-ms"] * 1000000
+    d = t0 - time.monotonic_ns()
+    if d > 0:
+        time.sleep(d / 1e9)
+    hold_s = OPTS["hold-us"] / 1e6
+    while True:
+        treq = time.monotonic_ns()
+        if treq >= end:
+            break
+        reading = rnd.randrange(1000) < OPTS["read-permille"]
+        lock = rd if reading else wr
+        try:
+            got = lock.acquire(timeout=S5_ACQUIRE_TIMEOUT_S)
+        except LockTimeout:
+            got = False
+        if not got:
+            t.append(("R" if reading else "W", treq, -1, -1))
+            continue
+        tacq = time.monotonic_ns()
+        if hold_s:
+            time.sleep(hold_s)
+        trel = time.monotonic_ns()
+        lock.release()
+        t.append(("R" if reading else "W", treq, tacq, trel))
+    touch("done")
+    for k, treq, tacq, trel in t:
+        out.write("op %s %d %d %d\n" % (k, treq, tacq, trel))
     wait_for("end")
     c.stop()
     c.close()
@@ -259,7 +305,7 @@ def main():
         OPTS[key] = int(v) if key in NUMERIC else v
     if OPTS["servers"] is None or OPTS["path"] is None:
         die("--servers and --path are required")
-    modes = {"s1": s1, "s2": s2, "hold": hold, "herd": herd,
+    modes = {"s1": s1, "s2": s2, "s5": s5, "hold": hold, "herd": herd,
              "s4held": s4held, "s4wait": s4wait}
     if mode not in modes:
         die("unknown mode " + mode)

@@ -147,6 +147,42 @@ def case(d):
                 ("c2s_bytes_per_handoff", delta("c2s_bytes") / n),
                 ("req_per_handoff", delta("c2s_frames") / n),
                 ("drain_ms", (max(acq) - rel) / 1e6)]
+    elif sc == "S5":
+        with open(os.path.join(d, "sync", "go")) as f:
+            t0 = int(f.read().strip())
+        dur = int(m["duration_ms"]) * 1000000
+        ops, timeouts = [], 0
+        for rows in lines_of(d, "op").values():
+            for k, treq, tacq, trel in rows:
+                if int(tacq) < 0:
+                    timeouts += 1
+                    continue
+                ops.append((k, int(treq), int(tacq), int(trel)))
+        win = [o for o in ops if t0 <= o[2] < t0 + dur]
+        if not win and not timeouts:
+            raise SystemExit("no operation in the window")
+        rw = [o[2] - o[1] for o in win if o[0] == "R"]
+        ww = [o[2] - o[1] for o in win if o[0] == "W"]
+        # readers inside at once: time-weighted over the time at least one
+        # reader held (from the clients' own acquired/releasing times)
+        ev = sorted([(o[2], 1) for o in win if o[0] == "R"] +
+                    [(o[3], -1) for o in win if o[0] == "R"])
+        inside, busy, area, last = 0, 0, 0, None
+        for t, dlt in ev:
+            if last is not None and inside > 0:
+                busy += t - last
+                area += (t - last) * inside
+            inside += dlt
+            last = t
+        out += [("P", m["P"]), ("hold_us", m["hold_us"]),
+                ("ops_per_s", len(win) / (dur / 1e9)),
+                ("read_share", len(rw) / len(win) if win else 0.0),
+                ("read_wait_p99_us", pct(rw, 0.99) / 1e3 if rw else 0.0),
+                ("write_wait_p99_us", pct(ww, 0.99) / 1e3 if ww else 0.0),
+                ("mean_readers_inside", area / busy if busy else
+                 (1.0 if rw else 0.0)),
+                ("req_per_op", requests(d, m) / max(1, len(ops) + timeouts)),
+                ("timeouts", timeouts)]
     elif sc == "S4":
         o = kv_file(os.path.join(d, "out.0"))
         base = int(o["rss_base"])
@@ -217,6 +253,14 @@ def rows_of(res):
         for metric, hb in s3:
             rows.append(("S3 N=%d" % n, {"scenario": "S3", "waiters": str(n)},
                          metric, hb))
+    s5 = [("ops_per_s", True), ("read_wait_p99_us", False),
+          ("write_wait_p99_us", False), ("mean_readers_inside", True),
+          ("req_per_op", False), ("timeouts", False)]
+    hs = sorted({int(r["hold_us"]) for r in res if r.get("scenario") == "S5"})
+    for h in hs:
+        for metric, hb in s5:
+            rows.append(("S5 hold=%dus" % h, {"scenario": "S5",
+                                              "hold_us": str(h)}, metric, hb))
     s4keys = []
     for r in res:
         if r.get("scenario") == "S4":
