@@ -296,35 +296,6 @@ int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
   return run(s, &sp, deadline_ms, res, NULL, NULL);
 }
 
-int zkr__zk_create_parents(zkr_session *s, const char *path,
-                           int64_t deadline_ms) {
-  int rc = zkr__path_check(path);
-  if (rc != ZKR_OK)
-    return rc;
-  if (strcmp(path, "/") == 0)
-    return ZKR_OK;
-  rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
-  if (rc == ZKR_OK || rc == ZKR_EEXISTS)
-    return ZKR_OK;
-  if (rc != ZKR_ENONODE)
-    return rc;
-  /* Create the ancestors, then try again. */
-  char *parent = zkr__strdup(path);
-  if (!parent)
-    return ZKR_ENOMEM;
-  char *slash = strrchr(parent, '/');
-  if (slash == parent)
-    slash[1] = '\0';
-  else
-    *slash = '\0';
-  rc = zkr__zk_create_parents(s, parent, deadline_ms);
-  free(parent);
-  if (rc != ZKR_OK)
-    return rc;
-  rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
-  return rc == ZKR_EEXISTS ? ZKR_OK : rc;
-}
-
 int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
                   zoo_op_result_t *results, int64_t deadline_ms, int *zrc) {
   struct spec sp = {OP_MULTI, NULL, NULL, 0, 0, -1, count, ops};

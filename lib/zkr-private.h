@@ -194,8 +194,5 @@ int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
  * @results are filled (also when it failed). */
 int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
                   zoo_op_result_t *results, int64_t deadline_ms, int *zrc);
-/* Create @path and its missing ancestors as container nodes. */
-int zkr__zk_create_parents(zkr_session *s, const char *path,
-                           int64_t deadline_ms);
 
 #endif /* ZKR_PRIVATE_H */

@@ -39,7 +39,7 @@ int main(void) {
   /* A: the lock is free. */
   zkr_mutex *m = NULL;
   zkr_mutex_new(&m, s, path, NULL);
-  zkr__zk_create_parents(admin, path, zkr__deadline(5000));
+  zkt_create_parents(admin, path, zkr__deadline(5000));
   zkt_proxy_cmd("cut-after-request create2");
   ok(zkt_proxy_wait("done cut-after-request", 1, 5000), "proxy armed");
   is(zkr_mutex_acquire(m, 15000), ZKR_OK,

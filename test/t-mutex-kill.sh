@@ -2,7 +2,9 @@
 # A holder killed with SIGKILL: the next waiter acquires once the session
 # expires. A holder SIGSTOPped past its session timeout and resumed: the
 # next waiter got the lock meanwhile, and the old holder learns LOST before
-# it touches the resource again. Runs under test/with-zk.
+# it touches the resource again. t-rwlock-kill.sh runs it with the
+# read-write lock: a writer holder killed with a reader waiting, a reader
+# holder stopped with a writer waiting. Runs under test/with-zk.
 set -u
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 zkt_start
@@ -10,14 +12,18 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 echo "1..9"
 T=4000
 root="/zkr-test/t-mutex-kill-$$"
+# the recipes of the holder and the waiter of each part (lockworker --recipe)
+A_HOLDER=${A_HOLDER:-mutex} A_WAITER=${A_WAITER:-mutex}
+B_HOLDER=${B_HOLDER:-mutex} B_WAITER=${B_WAITER:-mutex}
+diag "SIGKILL: $A_HOLDER holder, $A_WAITER waiter; SIGSTOP: $B_HOLDER holder, $B_WAITER waiter"
 
 # --- SIGKILL ---
-"$worker" --servers "$hosts" --path "$root/a" --hold-forever --session-ms $T \
+"$worker" --servers "$hosts" --path "$root/a" --recipe "$A_HOLDER" --hold-forever --session-ms $T \
   --log "$tmp/a.log" >"$tmp/h1.out" 2>&1 &
 h1=$!; pids+=($h1)
 wait_for 20 grep -q '^HELD' "$tmp/h1.out"
 ok $? "holder process holds"
-"$worker" --servers "$hosts" --path "$root/a" --iterations 1 --hold-ms 1 \
+"$worker" --servers "$hosts" --path "$root/a" --recipe "$A_WAITER" --iterations 1 --hold-ms 1 \
   --session-ms $T --log "$tmp/a.log" >"$tmp/w1.out" 2>&1 &
 w1=$!; pids+=($w1)
 sleep 0.5
@@ -31,12 +37,12 @@ t1=$(now_ms)
 ok $? "after SIGKILL of the holder the waiter acquires ($((t1 - t0)) ms later, session timeout $T ms)"
 
 # --- SIGSTOP past the session timeout ---
-"$worker" --servers "$hosts" --path "$root/b" --hold-forever --session-ms $T \
+"$worker" --servers "$hosts" --path "$root/b" --recipe "$B_HOLDER" --hold-forever --session-ms $T \
   --log "$tmp/b.log" >"$tmp/h2.out" 2>&1 &
 h2=$!; pids+=($h2)
 wait_for 20 grep -q '^HELD' "$tmp/h2.out"
 ok $? "second holder holds, touching the resource every 10 ms"
-"$worker" --servers "$hosts" --path "$root/b" --iterations 1 --hold-ms 1500 \
+"$worker" --servers "$hosts" --path "$root/b" --recipe "$B_WAITER" --iterations 1 --hold-ms 1500 \
   --session-ms $T --log "$tmp/b.log" >"$tmp/w2.out" 2>&1 &
 w2=$!; pids+=($w2)
 sleep 0.5

@@ -641,7 +641,7 @@ int main(void) {
   admin = connect_s(10000);
   if (nchildren(root) >= 0)
     tap_bail("%s exists already: refusing to run", root);
-  ok(zkr__zk_create_parents(admin, root, zkr__deadline(5000)) == ZKR_OK,
+  ok(zkt_create_parents(admin, root, zkr__deadline(5000)) == ZKR_OK,
      "private root %s", root);
   zkr_session *s = connect_s(10000);
   test_bad_input(s);

@@ -350,7 +350,7 @@ static void test_cancel_and_foreign_nodes(void) {
   char kr[600], kw[600];
   snprintf(kr, sizeof kr, "%s/0f1e2d3c4b5a__rlock__", path);
   snprintf(kw, sizeof kw, "%s/0f1e2d3c4b5a__lock__", path);
-  zkr__zk_create_parents(admin, path, zkr__deadline(5000));
+  zkt_create_parents(admin, path, zkr__deadline(5000));
   zkr__result a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);

@@ -133,7 +133,7 @@ int main(void) {
   zkr_session *admin = NULL;
   if (zkr_session_new(&admin, hosts, NULL) != ZKR_OK)
     tap_bail("admin session");
-  ok(zkr__zk_create_parents(admin, root, zkr__deadline(10000)) == ZKR_OK,
+  ok(zkt_create_parents(admin, root, zkr__deadline(10000)) == ZKR_OK,
      "private root %s", root);
   test_failover(hosts);
   zkr_session_wait_connected(admin, 30000);

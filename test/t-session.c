@@ -292,7 +292,7 @@ static void test_chroot(const char *hosts, const char *root) {
   is(zkr_session_new(&plain, hosts, NULL), ZKR_OK, "connect");
   char chroot[512], chhosts[1024];
   snprintf(chroot, sizeof chroot, "%s/chroot", root);
-  is(zkr__zk_create_parents(plain, chroot, zkr__deadline(5000)), ZKR_OK,
+  is(zkt_create_parents(plain, chroot, zkr__deadline(5000)), ZKR_OK,
      "chroot node created");
   snprintf(chhosts, sizeof chhosts, "%s%s", hosts, chroot);
   is(zkr_session_new(&ch, chhosts, NULL), ZKR_OK, "connect with chroot");
@@ -415,7 +415,7 @@ int main(void) {
   if (zkr__zk_children(admin, root, zkr__deadline(5000), &res) == ZKR_OK)
     tap_bail("%s exists already: refusing to run", root);
   zkr__result_clear(&res);
-  ok(zkr__zk_create_parents(admin, root, zkr__deadline(5000)) == ZKR_OK,
+  ok(zkt_create_parents(admin, root, zkr__deadline(5000)) == ZKR_OK,
      "private root %s", root);
 
   test_chroot(hosts, root);

@@ -457,3 +457,33 @@ void zkt_rec_str(zkt_rec *r, char *buf, size_t len) {
   }
   pthread_mutex_unlock(&r->mu);
 }
+
+/* Create @path and its missing ancestors as container nodes (a test
+ * fixture: the recipes create their parents asynchronously, in queue.c). */
+int zkt_create_parents(zkr_session *s, const char *path, int64_t deadline_ms) {
+  int rc = zkr__path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  if (strcmp(path, "/") == 0)
+    return ZKR_OK;
+  rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
+  if (rc == ZKR_OK || rc == ZKR_EEXISTS)
+    return ZKR_OK;
+  if (rc != ZKR_ENONODE)
+    return rc;
+  /* Create the ancestors, then try again. */
+  char *parent = zkr__strdup(path);
+  if (!parent)
+    return ZKR_ENOMEM;
+  char *slash = strrchr(parent, '/');
+  if (slash == parent)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  rc = zkt_create_parents(s, parent, deadline_ms);
+  free(parent);
+  if (rc != ZKR_OK)
+    return rc;
+  rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
+  return rc == ZKR_EEXISTS ? ZKR_OK : rc;
+}

@@ -35,6 +35,8 @@ int64_t zkt_now_ms(void);
  * @timeout_ms passes; returns whether it held. */
 int zkt_wait_for(int (*cond)(void *), void *arg, int64_t timeout_ms);
 
+/* Create @path and its missing ancestors (containers); a zkr code. */
+int zkt_create_parents(zkr_session *s, const char *path, int64_t deadline_ms);
 /* A session with @session_timeout_ms; bails out if it cannot connect. */
 zkr_session *zkt_connect(const char *hosts, int session_timeout_ms);
 /* @name under zkt_root()'s root (one of 8 rotating static buffers). */
