@@ -84,6 +84,15 @@ public final class CuratorBench {
       Thread.sleep(d / 1000000, (int) (d % 1000000));
   }
 
+  /* the timed modes' start: ready, wait for the go time T0, sleep until
+   * it; returns the end of the window, T0 + durationMs */
+  static long window() throws Exception {
+    touch("ready");
+    long t0 = waitFor("go");
+    sleepUntil(t0);
+    return t0 + durationMs * 1000000L;
+  }
+
   static long rssKb() throws IOException {
     for (String l : Files.readAllLines(Paths.get("/proc/self/status")))
       if (l.startsWith("VmRSS:"))
@@ -133,10 +142,7 @@ public final class CuratorBench {
     InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);
     java.util.Random rnd = new java.util.Random(Long.parseLong(id) * 7919 + 1);
     StringBuilder sb = new StringBuilder();
-    touch("ready");
-    long t0 = waitFor("go");
-    long end = t0 + durationMs * 1000000L;
-    sleepUntil(t0);
+    long end = window();
     for (;;) {
       long treq = System.nanoTime();
       if (treq >= end)
@@ -166,10 +172,7 @@ public final class CuratorBench {
     InterProcessMutex m = new InterProcessMutex(c, path);
     long[] t = new long[1 << 16];
     int n = 0;
-    touch("ready");
-    long t0 = waitFor("go");
-    long end = t0 + durationMs * 1000000L;
-    sleepUntil(t0);
+    long end = window();
     for (;;) {
       long treq = System.nanoTime();
       if (treq >= end)

@@ -210,6 +210,15 @@ static int run_s1(void) {
 
 /* ---------------------------------------------------------------- s2 */
 
+/* The timed scenarios' start: ready, wait for the go time T0, sleep until
+ * it; returns the end of the window, T0 + --duration-ms. */
+static int64_t window(void) {
+  sync_touch("ready");
+  int64_t t0 = sync_wait("go");
+  sleep_ns(t0 - b_now_ns());
+  return t0 + o_duration_ms * 1000000;
+}
+
 static int run_s2(void) {
   bsess *s = connect_or_die();
   char wpath[2048];
@@ -220,10 +229,7 @@ static int run_s2(void) {
   int64_t *t = malloc(cap * 2 * sizeof *t);
   if (!t)
     die("out of memory");
-  sync_touch("ready");
-  int64_t t0 = sync_wait("go");
-  int64_t end = t0 + o_duration_ms * 1000000;
-  sleep_ns(t0 - b_now_ns());
+  int64_t end = window();
   for (;;) {
     int64_t treq = b_now_ns();
     if (treq >= end)
@@ -468,10 +474,7 @@ static int run_s5(void) {
   int64_t *t = malloc(cap * 4 * sizeof *t);
   if (!t)
     die("out of memory");
-  sync_touch("ready");
-  int64_t t0 = sync_wait("go");
-  int64_t end = t0 + o_duration_ms * 1000000;
-  sleep_ns(t0 - b_now_ns());
+  int64_t end = window();
   for (;;) {
     int64_t treq = b_now_ns();
     if (treq >= end)

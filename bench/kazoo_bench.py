@@ -83,6 +83,17 @@ def count_children(c, path):
         return 0
 
 
+def window():
+    """The timed modes' start: ready, wait for the go time T0, sleep until
+    it; returns the end of the window, T0 + --duration-ms."""
+    touch("ready")
+    t0 = wait_for("go")
+    d = t0 - time.monotonic_ns()
+    if d > 0:
+        time.sleep(d / 1e9)
+    return t0 + OPTS["duration-ms"] * 1000000
+
+
 def cycle(lock):
     lock.acquire()
     lock.release()
@@ -115,12 +126,7 @@ def s2(out):
         cycle(w)
     lock = c.Lock(OPTS["path"])
     t = []
-    touch("ready")
-    t0 = wait_for("go")
-    end = t0 + OPTS["duration-ms"] * 1000000
-    d = t0 - time.monotonic_ns()
-    if d > 0:
-        time.sleep(d / 1e9)
+    end = window()
     while True:
         treq = time.monotonic_ns()
         if treq >= end:
@@ -144,12 +150,7 @@ def s5(out):
     rd, wr = c.ReadLock(OPTS["path"]), c.WriteLock(OPTS["path"])
     rnd = random.Random(int(OPTS["id"]) * 7919 + 1)
     t = []
-    touch("ready")
-    t0 = wait_for("go")
-    end = t0 + OPTS["duration-ms"] * 1000000
-    d = t0 - time.monotonic_ns()
-    if d > 0:
-        time.sleep(d / 1e9)
+    end = window()
     hold_s = OPTS["hold-us"] / 1e6
     while True:
         treq = time.monotonic_ns()

@@ -98,34 +98,36 @@ w=$?
 ok $? "kazoo's ReadLock and WriteLock time out (exit $r $w)"
 
 # --- kazoo 2.8's ReadLock bug (#649) beside zkr ---
-# A zkr writer W1 holds for 4 s; a kazoo reader K queues; a zkr writer W2
-# queues after K with a 9 s time-out. Right: K holds when W1 leaves, and
-# (K releasing at once) W2 right after. kazoo 2.8's K waits for the
-# highest writer, W2, which waits for K: neither moves until W2 gives up.
+# A writer W1 (kazoo's, released on cue) holds; a kazoo reader K queues;
+# a zkr writer W2 queues after K with a 20 s time-out; then W1 releases.
+# Right: K holds at once, and (K releasing at once) W2 right after it.
+# kazoo 2.8's K waits for the highest writer, W2, which waits for K:
+# neither moves until W2 gives up.
 kill -TERM $c; wait $c 2>/dev/null
 [ "$(children "$L")" = 0 ]
 ok $? "the zkr writer's node went with its session"
 L=$root/d
-zkr --path "$L" --recipe write --iterations 1 --hold-ms 4000 --log "$tmp/w1.log" 2>"$tmp/w1.err" &
+kz write "$L" 10 "$tmp/w1.go" >"$tmp/w1.out" 2>&1 &
 w1=$!; pids+=($w1)
-wait_for 20 grep -q '^ACQ' "$tmp/w1.log"
-kz read "$L" 30 >"$tmp/k.out" 2>&1 &
+wait_for 20 grep -q '^HELD' "$tmp/w1.out"
+kz read "$L" 60 >"$tmp/k.out" 2>&1 &
 k=$!; pids+=($k)
-wait_for 20 test "$(now "$L")" = 2
-zkr --path "$L" --recipe write --timeout-ms 9000 --log "$tmp/w2.log" 2>"$tmp/w2.err" &
+wait_for 30 test "$(now "$L")" = 2
+(zkr --path "$L" --recipe write --timeout-ms 20000 --log "$tmp/w2.log" 2>"$tmp/w2.err") &
 w2=$!; pids+=($w2)
-wait_for 20 test "$(now "$L")" = 3
-queued_in_time=1
-grep -q '^REL' "$tmp/w1.log" && queued_in_time=0 # W1 left before W2 queued
-wait $w1
+wait_for 30 test "$(now "$L")" = 3
 t0=$(date +%s%N)
+touch "$tmp/w1.go"
+wait $w1
 wait $w2; w2st=$?
-wait_for 20 grep -q '^HELD' "$tmp/k.out"
+w2ms=$((($(date +%s%N) - t0) / 1000000))
+wait_for 30 grep -q '^HELD' "$tmp/k.out"
 kms=$((($(date +%s%N) - t0) / 1000000))
-[ $queued_in_time = 1 ] && [ $w2st -eq 1 ] && grep -q 'deadline' "$tmp/w2.err"
-ok $? "kazoo 2.8's reader and the zkr writer queued after it wait for each other: the writer times out (exit $w2st)" 
+[ $w2st -eq 1 ] && grep -q 'deadline' "$tmp/w2.err" && [ ! -s "$tmp/w2.log" ] &&
+  [ $w2ms -ge 1000 ]
+ok $? "kazoo 2.8's reader and the zkr writer queued after it wait for each other: the writer times out $w2ms ms after the first writer left (exit $w2st)"
 grep -q '^HELD' "$tmp/k.out"
-ok $? "the kazoo reader holds only after the zkr writer gave up (${kms} ms after the first writer left; kazoo #649)"
+ok $? "the kazoo reader holds once the zkr writer gave up (${kms} ms after the first writer left; kazoo #649)"
 wait $k
 [ "$(children "$root/a" "$root/b" "$root/d")" = 0 ]
 ok $? "no node left"

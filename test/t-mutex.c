@@ -28,17 +28,6 @@ static int settled_children(zkr_session *s, const char *path) {
   return zkt_settled_children(s, admin, path);
 }
 
-struct canceller {
-  zkr_mutex *m;
-  int delay_ms;
-};
-static void *cancel_later(void *arg) {
-  struct canceller *c = arg;
-  usleep((useconds_t)c->delay_ms * 1000);
-  zkr_mutex_cancel(c->m);
-  return NULL;
-}
-
 static void test_bad_input(zkr_session *s) {
   zkr_mutex *m = (zkr_mutex *)0x1;
   static const char *bad[] = {"relative",     "//",      "/a//b", "/a/",
@@ -166,9 +155,9 @@ static void test_cancel_timeout_watches(zkr_session *s) {
   int64_t base = zkt_watch_count();
   ok(base >= 0, "server watch count %lld", (long long)base);
 
-  struct canceller c = {w, 300};
+  zkt_canceller c = {w, 300};
   pthread_t th;
-  pthread_create(&th, NULL, cancel_later, &c);
+  pthread_create(&th, NULL, zkt_cancel_later, &c);
   is(zkr_mutex_acquire(w, -1), ZKR_ECANCELED,
      "a waiter cancelled from another thread");
   pthread_join(th, NULL);
@@ -324,27 +313,6 @@ static void test_reentrant(zkr_session *s) {
 }
 
 /* ---- guarded writes and a holder whose session expires ---- */
-struct statelog {
-  pthread_mutex_t mu;
-  zkr_lock_state last;
-  int lost;
-};
-static void on_state(void *lock, zkr_lock_state st, void *ud) {
-  struct statelog *l = ud;
-  (void)lock;
-  pthread_mutex_lock(&l->mu);
-  l->last = st;
-  if (st == ZKR_LOCK_LOST)
-    l->lost++;
-  pthread_mutex_unlock(&l->mu);
-}
-static int lost_seen(void *arg) {
-  struct statelog *l = arg;
-  pthread_mutex_lock(&l->mu);
-  int v = l->lost;
-  pthread_mutex_unlock(&l->mu);
-  return v > 0;
-}
 
 static int held_by(void *arg) {
   return zkr_mutex_is_held(arg);
@@ -356,12 +324,11 @@ static void test_guarded_and_expiry(void) {
   snprintf(res, sizeof res, "%s/resource", root);
   zkr__zk_create(admin, res, "0", 1, 0, zkr__deadline(5000), NULL);
   zkr_session *s1 = connect_s(6000), *s2 = connect_s(6000);
-  struct statelog log;
-  memset(&log, 0, sizeof log);
-  pthread_mutex_init(&log.mu, NULL);
+  zkt_statelog log;
+  zkt_statelog_init(&log);
   zkr_mutex_opts *o = NULL;
   zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_state_fn(o, on_state, &log);
+  zkr_mutex_opts_set_state_fn(o, zkt_state_fn, &log);
   zkr_mutex *m1 = NULL, *m2 = NULL;
   zkr_mutex_new(&m1, s1, path, o);
   zkr_mutex_opts_free(o);
@@ -385,7 +352,7 @@ static void test_guarded_and_expiry(void) {
   pthread_mutex_init(&a2.mu, NULL);
   zkr_mutex_acquire_async(m2, -1, on_acquired, &a2);
   is(zkt_expire(hosts, s1), 0, "holder 1's session expired");
-  ok(zkt_wait_for(lost_seen, &log, 15000), "LOST callback");
+  ok(zkt_wait_for(zkt_lost_seen, &log, 15000), "LOST callback");
   ok(!zkr_mutex_is_held(m1), "is_held() false");
   is(zkr_mutex_state_get(m1), ZKR_LOCK_LOST, "state LOST");
   ok(zkt_wait_for(held_by, m2, 15000), "the next waiter acquires");
@@ -537,13 +504,12 @@ static void test_queue_changes(zkr_session *s) {
 static void test_watch_node(zkr_session *s) {
   is(zkr_mutex_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
      "watch_node: NULL options refused");
-  struct statelog log;
-  memset(&log, 0, sizeof log);
-  pthread_mutex_init(&log.mu, NULL);
+  zkt_statelog log;
+  zkt_statelog_init(&log);
   zkr_mutex_opts *o = NULL;
   zkr_mutex_opts_new(&o);
   is(zkr_mutex_opts_set_watch_node(o, 1), ZKR_OK, "watch_node set");
-  zkr_mutex_opts_set_state_fn(o, on_state, &log);
+  zkr_mutex_opts_set_state_fn(o, zkt_state_fn, &log);
   zkr_mutex *m = NULL;
   zkr_mutex_new(&m, s, zkt_path("watched"), o);
   zkr_mutex_opts_free(o);
@@ -563,7 +529,7 @@ static void test_watch_node(zkr_session *s) {
      (long long)(p1 - p0));
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
      "admin deletes the holder's node");
-  ok(zkt_wait_for(lost_seen, &log, 5000), "LOST callback without a call");
+  ok(zkt_wait_for(zkt_lost_seen, &log, 5000), "LOST callback without a call");
   ok(!zkr_mutex_is_held(m), "is_held() false");
   is(zkr_mutex_release(m), ZKR_ELOCKLOST, "release says the lock was lost");
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "acquires again");

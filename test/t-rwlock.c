@@ -330,17 +330,6 @@ static void test_reentrancy_downgrade_upgrade(void) {
   is(zkt_children(admin, path), 0, "nothing left");
 }
 
-struct canceller {
-  zkr_mutex *m;
-  int delay_ms;
-};
-static void *cancel_later(void *arg) {
-  struct canceller *c = arg;
-  usleep((useconds_t)c->delay_ms * 1000);
-  zkr_mutex_cancel(c->m);
-  return NULL;
-}
-
 static void test_cancel_and_foreign_nodes(void) {
   const char *path = zkt_path("foreign");
   who r, w;
@@ -368,9 +357,9 @@ static void test_cancel_and_foreign_nodes(void) {
   is(zkr_mutex_acquire(R(&r), 0), ZKR_EWOULDBLOCK,
      "a zkr reader behind kazoo's writer waits");
 
-  struct canceller c = {W(&w), 300};
+  zkt_canceller c = {W(&w), 300};
   pthread_t th;
-  pthread_create(&th, NULL, cancel_later, &c);
+  pthread_create(&th, NULL, zkt_cancel_later, &c);
   is(zkr_mutex_acquire(W(&w), -1), ZKR_ECANCELED,
      "a waiting writer cancelled from another thread: ZKR_ECANCELED");
   pthread_join(th, NULL);
@@ -411,33 +400,50 @@ static void test_cancel_and_foreign_nodes(void) {
   who_close(&w);
 }
 
-struct lost {
-  pthread_mutex_t mu;
-  int lost;
-};
-static void on_state(void *lock, zkr_lock_state st, void *ud) {
-  struct lost *l = ud;
-  (void)lock;
-  pthread_mutex_lock(&l->mu);
-  if (st == ZKR_LOCK_LOST)
-    l->lost++;
-  pthread_mutex_unlock(&l->mu);
-}
-static int lost_seen(void *arg) {
-  struct lost *l = arg;
-  pthread_mutex_lock(&l->mu);
-  int v = l->lost;
-  pthread_mutex_unlock(&l->mu);
-  return v > 0;
+/* Guarded writes through either half: they commit only while that half's
+ * node exists. */
+static void test_guarded_writes(void) {
+  const char *path = zkt_path("guarded");
+  const char *res = zkt_path("guarded-resource");
+  zkr__zk_create(admin, res, "0", 1, 0, zkr__deadline(5000), NULL);
+  who a;
+  who_open(&a, path);
+  is(zkr_mutex_acquire(W(&a), 5000), ZKR_OK, "a writer holds");
+  is(zkr_mutex_guarded_set(W(&a), res, "w", 1, -1, 5000), ZKR_OK,
+     "a guarded write through the write half commits");
+  is(zkr_mutex_guarded_set(R(&a), res, "x", 1, -1, 5000), ZKR_ENOTHELD,
+     "through the read half, not held: refused");
+  is(zkr_mutex_acquire(R(&a), 0), ZKR_OK, "downgrade");
+  is(zkr_mutex_release(W(&a)), ZKR_OK, "write half released");
+  is(zkr_mutex_guarded_set(R(&a), res, "r", 1, -1, 5000), ZKR_OK,
+     "a guarded write through the (downgraded) read half commits");
+  char node[512];
+  node_of(R(&a), node, sizeof node);
+  is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
+     "another client deletes the read node");
+  is(zkr_mutex_guarded_set(R(&a), res, "z", 1, -1, 5000), ZKR_ELOCKLOST,
+     "the next guarded write finds the lock lost and writes nothing");
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_get(admin, res, zkr__deadline(5000), &r);
+  ok(r.data && strcmp(r.data, "r") == 0,
+     "the resource holds the last "
+     "committed write (%s)",
+     r.data ? r.data : "?");
+  zkr__result_clear(&r);
+  is(zkr_mutex_state_get(R(&a)), ZKR_LOCK_LOST, "the read half is LOST");
+  is(zkr_mutex_release(R(&a)), ZKR_ELOCKLOST, "its release reports it");
+  who_close(&a);
 }
 
 static void test_expired_holders(void) {
   const char *path = zkt_path("expire");
   for (int kind = 0; kind < 2; kind++) {
-    struct lost l = {PTHREAD_MUTEX_INITIALIZER, 0};
+    zkt_statelog l;
+    zkt_statelog_init(&l);
     zkr_mutex_opts *o = NULL;
     zkr_mutex_opts_new(&o);
-    zkr_mutex_opts_set_state_fn(o, on_state, &l);
+    zkr_mutex_opts_set_state_fn(o, zkt_state_fn, &l);
     zkr_session *hs = zkt_connect(hosts, 4000);
     zkr_rwlock *h = NULL;
     zkr_rwlock_new(&h, hs, path, o);
@@ -449,7 +455,7 @@ static void test_expired_holders(void) {
     who_open(&w, path);
     queue_async(&w, W(&w), path, 2);
     ok(zkt_expire(hosts, hs) == 0, "its session is expired");
-    ok(zkt_wait_for(lost_seen, &l, 10000), "its state callback says LOST");
+    ok(zkt_wait_for(zkt_lost_seen, &l, 10000), "its state callback says LOST");
     is(zkr_mutex_state_get(hh), ZKR_LOCK_LOST, "state LOST");
     ok(zkt_wait_for(is_done, &w, 10000) && w.rc == ZKR_OK,
        "the waiting writer gets the lock");
@@ -472,6 +478,7 @@ int main(void) {
   test_order_and_watches();
   test_reentrancy_downgrade_upgrade();
   test_cancel_and_foreign_nodes();
+  test_guarded_writes();
   test_expired_holders();
   zkr_session_close(admin);
   return tap_done();

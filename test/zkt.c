@@ -487,3 +487,33 @@ int zkt_create_parents(zkr_session *s, const char *path, int64_t deadline_ms) {
   rc = zkr__zk_create(s, path, NULL, -1, ZOO_CONTAINER, deadline_ms, NULL);
   return rc == ZKR_EEXISTS ? ZKR_OK : rc;
 }
+
+void zkt_statelog_init(zkt_statelog *l) {
+  memset(l, 0, sizeof *l);
+  pthread_mutex_init(&l->mu, NULL);
+}
+
+void zkt_state_fn(void *lock, zkr_lock_state st, void *ud) {
+  zkt_statelog *l = ud;
+  (void)lock;
+  pthread_mutex_lock(&l->mu);
+  l->last = st;
+  if (st == ZKR_LOCK_LOST)
+    l->lost++;
+  pthread_mutex_unlock(&l->mu);
+}
+
+int zkt_lost_seen(void *arg) {
+  zkt_statelog *l = arg;
+  pthread_mutex_lock(&l->mu);
+  int v = l->lost;
+  pthread_mutex_unlock(&l->mu);
+  return v > 0;
+}
+
+void *zkt_cancel_later(void *arg) {
+  zkt_canceller *c = arg;
+  usleep((useconds_t)c->delay_ms * 1000);
+  zkr_mutex_cancel(c->m);
+  return NULL;
+}

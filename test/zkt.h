@@ -87,6 +87,26 @@ int zkt_rec_wait_n(zkt_rec *r, int n, int64_t timeout_ms);
 /* The events as "CONNECTED,SUSPENDED,...". */
 void zkt_rec_str(zkt_rec *r, char *buf, size_t len);
 
+/* A lock state recorder: zkr_mutex_opts_set_state_fn(o, zkt_state_fn,
+ * &log) after zkt_statelog_init(&log); zkt_lost_seen(&log) for
+ * zkt_wait_for(): a LOST was recorded. */
+typedef struct zkt_statelog {
+  pthread_mutex_t mu;
+  zkr_lock_state last;
+  int lost;
+} zkt_statelog;
+void zkt_statelog_init(zkt_statelog *l);
+void zkt_state_fn(void *lock, zkr_lock_state st, void *ud);
+int zkt_lost_seen(void *arg);
+
+/* Cancel @m's acquisition from another thread after @delay_ms: start
+ * zkt_cancel_later with a zkt_canceller as its argument. */
+typedef struct zkt_canceller {
+  zkr_mutex *m;
+  int delay_ms;
+} zkt_canceller;
+void *zkt_cancel_later(void *arg);
+
 /* test/zkproxy between the client and @target ("host:port"): returns the
  * port it listens on (in a directory of its own under the sandbox's). */
 int zkt_proxy_start(const char *target);
