@@ -118,7 +118,7 @@ static void free_lock(zkr_mutex *m) {
   if (rw_lock)
     zkr_rwlock_free(rw_lock);
   else
-    free_lock(m);
+    zkr_mutex_free(m);
 }
 
 static void help(void) {
