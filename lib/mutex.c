@@ -164,9 +164,7 @@ void zkr_mutex_free(zkr_mutex *m) {
 }
 
 int zkr__mutex_held_by_me(zkr_mutex *m) {
-  zkr__qstate st = zkr__queue_state(m->q);
-  return (st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT) &&
-         pthread_equal(atomic_load(&m->owner.thread), pthread_self());
+  return zkr__owner_mine(&m->owner, m->q);
 }
 
 zkr__queue *zkr__mutex_queue(zkr_mutex *m) {

@@ -119,6 +119,10 @@ int zkr__owner_release(zkr__owner *o, zkr__queue *q) {
   return zkr__queue_release(q);
 }
 
+int zkr__owner_mine(zkr__owner *o, zkr__queue *q) {
+  return held(q) && pthread_equal(atomic_load(&o->thread), pthread_self());
+}
+
 int zkr__owner_count(const zkr__owner *o, zkr__queue *q) {
   if (!zkr__queue_info(q, NULL, NULL, 0, NULL))
     return 0;

@@ -46,6 +46,8 @@ void zkr__owner_undo(zkr__owner *o);
  * reentrant lock is held by another thread (and the caller is not a zkr
  * callback). */
 int zkr__owner_release(zkr__owner *o, zkr__queue *q);
+/* Held (HELD or SUSPECT), and acquired by the calling thread? */
+int zkr__owner_mine(zkr__owner *o, zkr__queue *q);
 /* The hold count (0 if not held). */
 int zkr__owner_count(const zkr__owner *o, zkr__queue *q);
 

@@ -9,9 +9,7 @@
  */
 #include "config.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "recipe.h"
 
@@ -20,24 +18,11 @@ struct zkr_rwlock {
   zkr_mutex *write;
 };
 
-static int ends_at(const char *name, size_t end, const char *marker) {
-  size_t ml = strlen(marker);
-  return end >= ml && memcmp(name + end - ml, marker, ml) == 0;
-}
-
 /* Is @name a reader's node: "__READ__" (Curator, zkr) or "__rlock__"
  * (kazoo) right before its sequence number? */
 static int is_reader(const char *name) {
-  int32_t seq;
-  if (!zkr__seq_parse(name, &seq))
-    return 0;
-  char num[16];
-  int n = snprintf(num, sizeof num, "%010d", seq);
-  size_t len = strlen(name);
-  if (n <= 0 || (size_t)n > len || strcmp(name + len - (size_t)n, num) != 0)
-    return 0;
-  size_t end = len - (size_t)n;
-  return ends_at(name, end, "__READ__") || ends_at(name, end, "__rlock__");
+  return zkr__seq_marked(name, "__READ__") ||
+         zkr__seq_marked(name, "__rlock__");
 }
 
 /* A reader is blocked by every earlier contender that is not a reader. */

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "zkr-private.h"
@@ -76,6 +77,19 @@ int zkr__seq_parse(const char *name, int32_t *seq) {
   if (len >= 11 && tail[-1] == '-' && parse_num(tail - 1, 11, seq))
     return 1;
   return 0;
+}
+
+int zkr__seq_marked(const char *name, const char *marker) {
+  int32_t seq;
+  if (!zkr__seq_parse(name, &seq))
+    return 0;
+  char num[16];
+  int n = snprintf(num, sizeof num, "%010d", seq);
+  size_t len = strlen(name), ml = strlen(marker);
+  if (n <= 0 || (size_t)n + ml > len ||
+      strcmp(name + len - (size_t)n, num) != 0)
+    return 0;
+  return memcmp(name + len - (size_t)n - ml, marker, ml) == 0;
 }
 
 int zkr__seq_cmp(int32_t a, int32_t b) {

@@ -50,6 +50,9 @@ char *zkr__strdup(const char *s);
 /* The sequence number ZooKeeper appended to @name; 0 if it has none (not a
  * contender). */
 int zkr__seq_parse(const char *name, int32_t *seq);
+/* Does @marker ("__READ__", "__rlock__") stand right before @name's
+ * sequence number? */
+int zkr__seq_marked(const char *name, const char *marker);
 /* Order of two sequence numbers, safe across the signed 32-bit wrap:
  * negative if @a was issued before @b. */
 int zkr__seq_cmp(int32_t a, int32_t b);

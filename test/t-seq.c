@@ -76,5 +76,18 @@ int main(void) {
   /* Sorting by name would not. */
   ok(strcmp(created[1], created[0]) < 0,
      "(by name a kazoo node would wrongly sort before an older Curator one)");
+  /* the marker right before the sequence number (the read-write lock's
+   * reader test) */
+  ok(zkr__seq_marked("_c_u-__READ__0000000007", "__READ__"), "__READ__ reader");
+  ok(zkr__seq_marked("abc__rlock__-000000005", "__rlock__"),
+     "kazoo reader, wrapped number");
+  ok(!zkr__seq_marked("abc__rlock__0000000005", "__lock__"),
+     "__lock__ is not the marker of __rlock__");
+  ok(!zkr__seq_marked("_c_u-__WRIT__0000000007", "__READ__"), "a writer");
+  ok(!zkr__seq_marked("__READ__x0000000007", "__READ__"),
+     "marker not right before the number");
+  ok(!zkr__seq_marked("__READ__", "__READ__") &&
+         !zkr__seq_marked("_c_u-__READ__12", "__READ__"),
+     "no sequence number: no marker");
   return tap_done();
 }
