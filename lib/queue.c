@@ -864,6 +864,10 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
       have_self = 1;
       continue;
     }
+    if (q->pol->count_all) {
+      q->npreds++; /* every other child counts (no nearest to watch) */
+      continue;
+    }
     if (!zkr__seq_parse(name, &seq) || zkr__seq_cmp(seq, q->seq) >= 0)
       continue;
     if (q->pol->blocks && !q->pol->blocks(name, q->pol->ctx))
@@ -1320,7 +1324,8 @@ static void deadline_fired(void *arg) {
 int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
                    const zkr__qpolicy *pol, const char *data, int datalen) {
   if (!pol || !pol->name ||
-      (pol->wait == ZKR__QWAIT_NEAREST && pol->holds != NULL))
+      (pol->wait == ZKR__QWAIT_NEAREST &&
+       (pol->holds != NULL || pol->count_all)))
     return ZKR_EINVAL; /* a nearest-blocker wait needs the default rule */
   zkr__queue *q = calloc(1, sizeof *q);
   if (!q)

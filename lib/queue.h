@@ -52,6 +52,10 @@ typedef struct zkr__qpolicy {
    * after its listing with a lower number can block (the read-write lock's
    * writer, before which a downgrade's read node can appear) */
   int verify;
+  /* every other child of the parent is a blocker, whatever its name or
+   * number, earlier or later (the semaphore's leases: Curator counts all
+   * children of leases/); only with ZKR__QWAIT_CHILDREN */
+  int count_all;
   void *ctx;
 } zkr__qpolicy;
 

@@ -55,7 +55,11 @@ extern "C" {
   XX(EEPHEMERAL, -523,                                                         \
      "parent is an ephemeral node (it cannot have children)")                  \
   XX(EUPGRADE, -524,                                                           \
-     "upgrade refused: this thread holds the read lock; release it first")
+     "upgrade refused: this thread holds the read lock; release it first")     \
+  XX(EFOREIGN, -525,                                                           \
+     "the path holds another library's incompatible layout "                   \
+     "(such as kazoo's semaphore)")                                            \
+  XX(EBADCOUNT, -526, "the shared count node does not hold a 4-byte count")
 
 /** Error codes; see zkr_strerror(). */
 typedef enum zkr_error {

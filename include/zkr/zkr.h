@@ -8,5 +8,6 @@
 #include <zkr/lock.h>
 #include <zkr/mutex.h>
 #include <zkr/rwlock.h>
+#include <zkr/semaphore.h>
 
 #endif /* ZKR_ZKR_H */

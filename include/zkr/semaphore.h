@@ -1,0 +1,568 @@
+/*
+ * zkr -- ZooKeeper recipes for C.
+ * semaphore.h: the counting semaphore (N leases).
+ *
+ * At most N leases of a path are held at once, across processes and
+ * machines. The layout is Apache Curator's InterProcessSemaphoreV2, so C
+ * and Java processes share the leases of one path: under PATH, a mutex at
+ * PATH/locks (nodes "_c_<uuid>-lock-<seq>") admits one contender at a
+ * time; the admitted contender creates its lease node
+ * "PATH/leases/_c_<uuid>-lease-<seq>" (EPHEMERAL|SEQUENTIAL) and holds
+ * when the children of PATH/leases, its own included, number at most N;
+ * otherwise it waits on a children watch of PATH/leases, still holding
+ * the admission mutex; then it releases the admission mutex. Only the
+ * admitted contender watches PATH/leases, so a release wakes at most one
+ * session. Every child of PATH/leases counts as a lease, whoever wrote
+ * it. The limit N is either given by each participant or read from a
+ * shared count node (Curator's SharedCount: a 4-byte big-endian integer)
+ * and followed live.
+ *
+ * Each lease is its own object (zkr_lease), not owned by a thread: release
+ * it from any thread. While it is held it has a fencing token and guarded
+ * writes, and a state (HELD, SUSPECT, LOST) told through a callback, so
+ * that a holder whose session expires learns it before the ensemble can
+ * hand its lease to someone else.
+ *
+ * THREAD SAFETY: a semaphore object may be used by several threads at
+ * once: each acquisition is independent. A lease is used by one thread at
+ * a time.
+ */
+#ifndef ZKR_SEMAPHORE_H
+#define ZKR_SEMAPHORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zkr/common.h>
+#include <zkr/lock.h>
+#include <zkr/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An opaque semaphore. */
+typedef struct zkr_semaphore zkr_semaphore;
+/** One lease of a semaphore, held until released. */
+typedef struct zkr_lease zkr_lease;
+/** Options of a semaphore. */
+typedef struct zkr_semaphore_opts zkr_semaphore_opts;
+
+/** The result of zkr_semaphore_acquire_async(): @leases is the array the
+ * caller passed, filled with @n leases when @rc is ZKR_OK. */
+typedef void (*zkr_semaphore_acquire_fn)(zkr_semaphore *sem, int rc,
+                                         zkr_lease **leases, int n,
+                                         void *user_data);
+
+/** The largest limit, and the most leases one acquisition may take. */
+#define ZKR_SEMAPHORE_MAX 65536
+
+/**
+ * zkr_semaphore_opts_new - create semaphore options
+ *
+ * zkr_semaphore_opts_new() allocates an options object with the defaults:
+ * no contender identifier, the limit given to zkr_semaphore_new(), no state
+ * callback. Set options with the zkr_semaphore_opts_set_* calls, pass the
+ * object to zkr_semaphore_new() (which copies what it needs), and free it
+ * with zkr_semaphore_opts_free().
+ *
+ * Returns:
+ *   ZKR_OK      *@out holds the new options.
+ *   ZKR_EINVAL  @out is NULL.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * Any thread. An options object is used by one thread at a time.
+ *
+ * See also: zkr_semaphore_opts_free(), zkr_semaphore_new()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_semaphore_opts
+ */
+ZKR_EXTERN int zkr_semaphore_opts_new(zkr_semaphore_opts **out);
+
+/**
+ * zkr_semaphore_opts_free - free semaphore options
+ *
+ * zkr_semaphore_opts_free() frees @opts. Semaphores made with it are not
+ * affected. NULL is a no-op.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * Any thread, not concurrently with another call on @opts.
+ *
+ * See also: zkr_semaphore_opts_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN void zkr_semaphore_opts_free(zkr_semaphore_opts *opts);
+
+/**
+ * zkr_semaphore_opts_set_id - name the contender in its nodes
+ *
+ * zkr_semaphore_opts_set_id() sets the identifier written, with the host
+ * name and the process id, into the data of the lease and admission nodes
+ * ("host=H pid=P id=I"), which zkr_semaphore_participants() and zkr-ls(1)
+ * show. @id is 1 to 256 bytes without control characters; NULL removes it.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL, or @id is empty, too long or holds a control
+ *               character.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * As zkr_semaphore_opts_new().
+ *
+ * See also: zkr_semaphore_new(), zkr_mutex_opts_set_id()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_opts_set_id(zkr_semaphore_opts *opts,
+                                         const char *id);
+
+/**
+ * zkr_semaphore_opts_set_count_path - read the limit from a shared count
+ *
+ * zkr_semaphore_opts_set_count_path() makes the semaphore read its limit
+ * from the node at @path, which holds a 4-byte big-endian signed integer
+ * (Apache Curator's `SharedCount` format), instead of taking it from
+ * zkr_semaphore_new(). The semaphore reads the node at its first
+ * acquisition and follows it with a watch from then on: when an operator
+ * changes it, a waiting contender counts again at once (a raised limit
+ * admits it, a lowered one lets no new lease in until fewer than the new
+ * limit are held). A count below 1 admits nobody. The node is not created:
+ * an acquisition fails with ZKR_ENONODE while it does not exist, and with
+ * ZKR_EBADCOUNT while its data is not 4 bytes. NULL goes back to the
+ * number given to zkr_semaphore_new().
+ *
+ * Returns:
+ *   ZKR_OK        Set.
+ *   ZKR_EINVAL    @opts is NULL.
+ *   ZKR_EBADPATH  @path is not a valid znode path.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * As zkr_semaphore_opts_new().
+ *
+ * See also: zkr_semaphore_new(), zkr_semaphore_limit()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
+                                                 const char *path);
+
+/**
+ * zkr_semaphore_opts_set_state_fn - be told when a lease is suspect or lost
+ *
+ * zkr_semaphore_opts_set_state_fn() sets the callback that every lease of
+ * the semaphore calls on each change of its state once it is held:
+ * ZKR_LOCK_HELD, ZKR_LOCK_SUSPECT (the connection dropped: stop touching
+ * the resource), ZKR_LOCK_LOST (the session is gone or the node was
+ * deleted: another contender may hold the lease now). The @lock argument is
+ * the `zkr_lease`. It runs on the session's event thread, in order, once
+ * per change. The session clock declares a lost session before the
+ * ensemble can expire it, so LOST comes before another contender can be
+ * granted the lease. NULL removes it.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * As zkr_semaphore_opts_new(). The callback must not block for long: it
+ * runs on the session's event thread.
+ *
+ * See also: zkr_lease_state_get(), zkr_session_opts_set_session_timeout()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_opts_set_state_fn(zkr_semaphore_opts *opts,
+                                               zkr_lock_state_fn fn,
+                                               void *user_data);
+
+/**
+ * zkr_semaphore_new - create a distributed counting semaphore object
+ *
+ * zkr_semaphore_new() creates a semaphore object for the semaphore at @path
+ * on the session @s and stores it in *@out. At most @limit leases of @path
+ * are held at once by every participant together; each participant must
+ * use the same @limit (nothing in ZooKeeper records it), or read it from a
+ * shared count node (zkr_semaphore_opts_set_count_path()), in which case
+ * @limit must be 0.
+ *
+ * The layout is Apache Curator's `InterProcessSemaphoreV2` (see the header
+ * and the guide's page semaphore.md), so Curator clients and zkr clients
+ * share the leases of one path. kazoo's `Semaphore` uses another layout
+ * that cannot share a path with it: an acquisition on a path that holds
+ * kazoo's layout fails with ZKR_EFOREIGN and changes nothing.
+ *
+ * @path follows the rules of zkr_mutex_new(). Nothing is sent to ZooKeeper
+ * before the first acquisition. Free the object with zkr_semaphore_free().
+ * On failure *@out is left untouched.
+ *
+ * Returns:
+ *   ZKR_OK        *@out holds the new semaphore.
+ *   ZKR_EINVAL    @out or @s is NULL; @limit is below 1 or above
+ *                 ZKR_SEMAPHORE_MAX without a count path, or not 0 with
+ *                 one.
+ *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
+ *                 "/zookeeper".
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   // At most 3 processes call the partner's API at once.
+ *   int call_partner(zkr_session *s, int (*call)(int64_t token)) {
+ *     zkr_semaphore *sem = NULL;
+ *     zkr_lease *lease = NULL;
+ *     int rc = zkr_semaphore_new(&sem, s, "/sem/partner-api", 3, NULL);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     rc = zkr_semaphore_acquire(sem, 1, 30000, &lease);
+ *     if (rc == ZKR_OK) {
+ *       rc = call(zkr_lease_fencing_token(lease));
+ *       zkr_lease_release(lease);
+ *     }
+ *     zkr_semaphore_free(sem);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_semaphore_free(), zkr_semaphore_acquire(),
+ *   zkr_semaphore_opts_new(), zkr_semaphore_participants(), zkr-lock(1)
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_semaphore
+ */
+ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s,
+                                 const char *path, int limit,
+                                 const zkr_semaphore_opts *opts);
+
+/**
+ * zkr_semaphore_free - free a semaphore object and its leases
+ *
+ * zkr_semaphore_free() ends every pending acquisition of @sem (as
+ * zkr_semaphore_cancel() would, without calling an asynchronous
+ * acquisition's callback), releases every lease of @sem not yet released
+ * (their nodes are deleted, in the background if the connection is down),
+ * stops following the shared count, and frees @sem. Its leases are invalid
+ * afterwards. NULL is a no-op.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * Not concurrently with any other call on @sem or its leases. It waits for
+ * a callback of @sem that runs on another thread; called from such a
+ * callback, it does not wait.
+ *
+ * See also: zkr_semaphore_new(), zkr_lease_release()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN void zkr_semaphore_free(zkr_semaphore *sem);
+
+/**
+ * zkr_semaphore_acquire - take leases of a semaphore, waiting if needed
+ *
+ * zkr_semaphore_acquire() takes @n leases of @sem, all or none, and stores
+ * them in @leases[0] .. @leases[@n-1]. It queues for the admission mutex,
+ * then creates one lease node after another while admitted, each held when
+ * the lease nodes number at most the limit, waiting inside the admission
+ * mutex while they do not; then it leaves the admission mutex. Holding the
+ * admission mutex across all @n leases means two contenders that each want
+ * several leases never hold part of them each and wait for the other (the
+ * way Curator, which admits per lease, can).
+ *
+ * @timeout_ms is the deadline for the whole acquisition: 0 tries once (the
+ * admission mutex is free and enough leases are, or ZKR_EWOULDBLOCK, and no
+ * node is left behind; while another contender is being admitted, a
+ * try-once fails too, as Curator's does), negative waits without a
+ * deadline. Whenever the acquisition fails (time-out, cancel, error), the
+ * lease nodes it created are deleted before the admission mutex is left,
+ * and nothing of it stays in ZooKeeper. A lost session while waiting
+ * starts the acquisition over with the new session, as long as the
+ * deadline allows.
+ *
+ * Returns:
+ *   ZKR_OK            @leases holds @n leases, each ZKR_LOCK_HELD.
+ *   ZKR_EINVAL        @sem or @leases is NULL, or @n is below 1 or above
+ *                     the limit (for a shared count, the count read).
+ *   ZKR_EWOULDBLOCK   @timeout_ms was 0 and the leases were not free.
+ *   ZKR_ETIMEDOUT     The deadline passed.
+ *   ZKR_ECANCELED     zkr_semaphore_cancel() was called.
+ *   ZKR_EFOREIGN      @path holds kazoo's semaphore layout (a number in its
+ *                     data, or children other than locks and leases).
+ *   ZKR_ENONODE       The shared count node does not exist.
+ *   ZKR_EBADCOUNT     The shared count node does not hold 4 bytes.
+ *   ZKR_ENOAUTH       An ACL forbids creating the nodes.
+ *   ZKR_ECLOSED       The session was closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_EDEADLK       Called from a zkr callback.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback; several threads may acquire on one
+ * semaphore at once.
+ *
+ * See also: zkr_semaphore_acquire_async(), zkr_lease_release(),
+ *   zkr_semaphore_cancel(), zkr_lease_fencing_token()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore *sem, int n,
+                                     int64_t timeout_ms, zkr_lease **leases);
+
+/**
+ * zkr_semaphore_acquire_async - take leases without blocking
+ *
+ * zkr_semaphore_acquire_async() starts the acquisition zkr_semaphore_acquire()
+ * makes and returns at once. When it ends, @fn runs once on the session's
+ * event thread with the result code, @leases (filled with @n leases when
+ * the code is ZKR_OK) and @user_data. @leases must stay valid until then.
+ * If the call itself fails, @fn is not called.
+ *
+ * Returns:
+ *   ZKR_OK      Started; @fn will run.
+ *   ZKR_EINVAL  @sem, @leases or @fn is NULL, or @n is below 1 or above the
+ *               limit given to zkr_semaphore_new().
+ *   ZKR_ECLOSED The session is closed.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback.
+ *
+ * See also: zkr_semaphore_acquire(), zkr_semaphore_cancel()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore *sem, int n,
+                                           int64_t timeout_ms,
+                                           zkr_lease **leases,
+                                           zkr_semaphore_acquire_fn fn,
+                                           void *user_data);
+
+/**
+ * zkr_semaphore_cancel - end the pending acquisitions of a semaphore
+ *
+ * zkr_semaphore_cancel() ends every acquisition of @sem that is under way:
+ * each fails with ZKR_ECANCELED (its blocking call returns, its callback
+ * runs), after its nodes are deleted. Leases already held are not touched.
+ *
+ * Returns:
+ *   ZKR_OK        At least one acquisition was ended.
+ *   ZKR_ENOTHELD  None was under way.
+ *   ZKR_EINVAL    @sem is NULL.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback.
+ *
+ * See also: zkr_semaphore_acquire()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_cancel(zkr_semaphore *sem);
+
+/**
+ * zkr_semaphore_limit - the current limit of a semaphore
+ *
+ * zkr_semaphore_limit() returns the limit @sem enforces: the number given
+ * to zkr_semaphore_new(), or the last value read from the shared count
+ * node.
+ *
+ * Returns:
+ * The limit; 0 while a shared count was not read yet; -1 if @sem is NULL.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_semaphore_opts_set_count_path()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_limit(const zkr_semaphore *sem);
+
+/**
+ * zkr_semaphore_participants - list the leases and the waiters of a semaphore
+ *
+ * zkr_semaphore_participants() reads the semaphore at @path through the
+ * session @s. It stores the lease nodes (the children of @path/leases) in
+ * *@leases, *@nleases entries in order, and the contenders queued for the
+ * admission mutex (the children of @path/locks) in *@waiters, *@nwaiters
+ * entries in order. Each lease has @is_holder 1, except the newest lease
+ * node of the admitted contender while the lease nodes outnumber @limit
+ * (that contender is still waiting for a lease); with @limit 0 (unknown),
+ * every lease node counts as held. The first waiter, @is_holder 1, is the
+ * admitted one. Free both arrays with zkr_participants_free().
+ *
+ * Returns:
+ *   ZKR_OK            Both arrays are filled (empty if @path does not
+ *                     exist).
+ *   ZKR_EINVAL        @s or an output is NULL, or @limit is negative.
+ *   ZKR_EBADPATH      @path is NULL or not a valid znode path.
+ *   ZKR_ETIMEDOUT     @timeout_ms passed first.
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_EDEADLK       Called from a zkr callback.
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_participants_free(), zkr_semaphore_new(), zkr-ls(1)
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_participant
+ */
+ZKR_EXTERN int zkr_semaphore_participants(zkr_session *s, const char *path,
+                                          int limit, int64_t timeout_ms,
+                                          zkr_participant **leases,
+                                          size_t *nleases,
+                                          zkr_participant **waiters,
+                                          size_t *nwaiters);
+
+/**
+ * zkr_lease_release - give a lease back
+ *
+ * zkr_lease_release() deletes the lease's node (in the background if the
+ * connection is down) and frees @lease, which is invalid afterwards. A
+ * lease may be released from any thread, not only the one that acquired
+ * it.
+ *
+ * Returns:
+ *   ZKR_OK        Released.
+ *   ZKR_ELOCKLOST The lease had been lost (freed all the same).
+ *   ZKR_EINVAL    @lease is NULL.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback; not concurrently with another call on
+ * @lease.
+ *
+ * See also: zkr_semaphore_acquire()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_lease_release(zkr_lease *lease);
+
+/**
+ * zkr_lease_state_get - the state of a lease
+ *
+ * zkr_lease_state_get() returns ZKR_LOCK_HELD, ZKR_LOCK_SUSPECT or
+ * ZKR_LOCK_LOST, as the state callback (zkr_semaphore_opts_set_state_fn())
+ * tells it.
+ *
+ * Returns:
+ * The state; ZKR_LOCK_UNLOCKED if @lease is NULL.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_semaphore_opts_set_state_fn()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN zkr_lock_state zkr_lease_state_get(const zkr_lease *lease);
+
+/**
+ * zkr_lease_fencing_token - the fencing token of a lease
+ *
+ * zkr_lease_fencing_token() returns the czxid of the lease's node: a number
+ * that grows with every lease and lock granted on the ensemble. A resource
+ * that remembers the highest token it has seen per semaphore and lease slot
+ * can refuse a holder that lost its lease.
+ *
+ * Returns:
+ * The token (positive) while the lease is held or suspect; 0 otherwise or
+ * if @lease is NULL.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_lease_guarded_multi(), zkr_mutex_fencing_token()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int64_t zkr_lease_fencing_token(const zkr_lease *lease);
+
+/**
+ * zkr_lease_node - the path of a lease's node
+ *
+ * zkr_lease_node() copies the full path of the lease's node into @buf of
+ * @len bytes, NUL-terminated.
+ *
+ * Returns:
+ *   ZKR_OK        Copied.
+ *   ZKR_ENOTHELD  The lease is lost.
+ *   ZKR_EINVAL    @lease or @buf is NULL, or @len is 0 or too small.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_lease_fencing_token()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_lease_node(const zkr_lease *lease, char *buf, size_t len);
+
+struct zoo_op;
+struct zoo_op_result;
+
+/**
+ * zkr_lease_guarded_multi - write only while the lease is held
+ *
+ * zkr_lease_guarded_multi() runs the ZooKeeper operations @ops (@count of
+ * them) as one transaction with a check of the lease's node in front: they
+ * commit only if the node still exists, so a holder whose lease was lost
+ * cannot write. As zkr_mutex_guarded_multi() in every other respect.
+ *
+ * Returns:
+ * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the lease's node is
+ * found gone (nothing was applied, and the lease is then LOST);
+ * ZKR_ENOTHELD when the lease is LOST or SUSPECT already (nothing was
+ * sent).
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_lease_guarded_set(), zkr_mutex_guarded_multi()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_lease_guarded_multi(zkr_lease *lease, int count,
+                                       const struct zoo_op *ops,
+                                       struct zoo_op_result *results,
+                                       int64_t timeout_ms);
+
+/**
+ * zkr_lease_guarded_set - set a node's data only while the lease is held
+ *
+ * zkr_lease_guarded_set() sets the data of the node at @path (@datalen
+ * bytes of @data, with the expected @version or -1 for any) in one
+ * transaction with a check of the lease's node, as zkr_mutex_guarded_set()
+ * does for a mutex.
+ *
+ * Returns:
+ * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the lease's node is
+ * found gone, ZKR_ENOTHELD when the lease is LOST or SUSPECT already.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_lease_guarded_multi(), zkr_mutex_guarded_set()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_lease_guarded_set(zkr_lease *lease, const char *path,
+                                     const char *data, int datalen, int version,
+                                     int64_t timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKR_SEMAPHORE_H */

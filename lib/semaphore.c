@@ -1,0 +1,1087 @@
+/*
+ * The counting semaphore: Curator's InterProcessSemaphoreV2 layout over
+ * the queue engine. An admission mutex at PATH/locks (the mutex policy)
+ * and, while admitted, lease nodes at PATH/leases (a policy that counts
+ * every child of leases/ and holds while they number at most the limit,
+ * waiting on a children watch).
+ *
+ * Owns: the acquisition of n leases (admission, one lease after another,
+ * leaving the admission mutex), the lease objects, the check that PATH
+ * does not hold kazoo's layout, and following the limit in a shared count
+ * node. Must not touch: the engine's internals (queue.h only), the
+ * session's internals.
+ *
+ * Every acquisition is a small state machine driven on the session's
+ * event thread: by the engine's results (admission, each lease), the
+ * state of the admission node and the leases got so far (a loss starts
+ * over), posted jobs (start, cancel, the end of the preparation, a changed
+ * limit) and a retry timer. The semaphore's recursive mutex serialises
+ * them with the API calls of other threads; the engine never calls back
+ * with its own lock held, so the order is always semaphore, then queue.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipe.h"
+
+struct zkr_semaphore_opts {
+  char *id;
+  char *count_path;
+  zkr_lock_state_fn state_fn;
+  void *state_ud;
+};
+
+typedef enum { A_PREP, A_ADMIT, A_LEASE, A_END } aphase;
+
+struct zkr_lease {
+  zkr_semaphore *sem;
+  zkr__queue *q;
+  struct acq *acq;        /* the acquisition it belongs to, until handed out */
+  zkr_lease *prev, *next; /* in sem->leases once handed out */
+};
+
+struct acq {
+  zkr_semaphore *sem;
+  struct acq *next;
+  aphase phase;
+  int n, got;
+  int try_once;
+  int64_t deadline; /* absolute, monotonic ms; -1: none */
+  zkr__queue *adm;
+  zkr_lease **tmp; /* the n lease objects of this acquisition */
+  zkr_lease **out; /* the caller's array */
+  zkr_semaphore_acquire_fn fn;
+  void *ud;
+  int restarting; /* the current lease's end starts over */
+  int cancel;     /* cancel asked */
+  int done, rc;   /* for a blocking caller */
+  int blocking;
+};
+
+struct zkr_semaphore {
+  pthread_mutex_t mu; /* recursive */
+  pthread_cond_t cv;
+  int refs;
+  int freeing;
+  zkr_session *s;
+  char *path, *locks, *leases;
+  char data[600];
+  int datalen;
+  zkr__qpolicy adm_pol, lease_pol;
+  atomic_int limit;
+  int fixed_limit;
+  char *count_path;
+  zkr_lock_state_fn state_fn;
+  void *state_ud;
+  struct acq *acqs;
+  zkr_lease *handed;
+  /* preparation: the layout check (once) and the first count read */
+  int layout_ok;
+  int prep_busy;
+  int prep_out; /* requests outstanding */
+  int prep_zrc_data, prep_zrc_kids;
+  int prep_foreign;
+  uint64_t retry_timer;
+  /* the count follower */
+  int count_state;   /* 0 unknown, 1 reading, 2 known */
+  int count_err;     /* the last read's zkr error (ZKR_OK when known) */
+  int count_in_prep; /* the read in flight is the preparation's */
+  uint64_t count_watch;
+  uint64_t hook_id;
+};
+
+/* ---- small helpers ---- */
+
+static void sem_lock(zkr_semaphore *sem) {
+  pthread_mutex_lock(&sem->mu);
+}
+static void sem_unlock(zkr_semaphore *sem) {
+  pthread_mutex_unlock(&sem->mu);
+}
+
+static void sem_destroy(zkr_semaphore *sem) {
+  pthread_mutex_destroy(&sem->mu);
+  pthread_cond_destroy(&sem->cv);
+  free(sem->path);
+  free(sem->locks);
+  free(sem->leases);
+  free(sem->count_path);
+  free(sem);
+}
+
+/* Under mu: one reference more (a request or a job in flight). */
+static void sem_ref(zkr_semaphore *sem) {
+  sem->refs++;
+}
+
+/* Drop a reference; the last one frees. Takes mu itself. */
+static void sem_unref(zkr_semaphore *sem) {
+  sem_lock(sem);
+  int last = --sem->refs == 0;
+  sem_unlock(sem);
+  if (last)
+    sem_destroy(sem);
+}
+
+struct job {
+  zkr_semaphore *sem;
+  struct acq *acq;
+  void (*fn)(zkr_semaphore *sem, struct acq *acq);
+};
+
+static void job_teardown(zkr_semaphore *sem, struct acq *unused);
+
+static void job_run(void *arg) {
+  struct job *j = arg;
+  zkr_semaphore *sem = j->sem;
+  sem_lock(sem);
+  if (!sem->freeing || j->fn == job_teardown)
+    j->fn(sem, j->acq);
+  sem_unlock(sem);
+  free(j);
+  sem_unref(sem);
+}
+
+/* Under mu: run fn(sem, acq) on the event thread (inline once that has
+ * stopped: the session is closed and nothing else drives). */
+static int post_job(zkr_semaphore *sem, struct acq *acq,
+                    void (*fn)(zkr_semaphore *, struct acq *)) {
+  struct job *j = calloc(1, sizeof *j);
+  if (!j)
+    return ZKR_ENOMEM;
+  j->sem = sem;
+  j->acq = acq;
+  j->fn = fn;
+  sem_ref(sem);
+  int rc = zkr__session_post(sem->s, job_run, j);
+  if (rc == ZKR_ECLOSED) {
+    fn(sem, acq);
+    free(j);
+    sem->refs--; /* we hold mu, and the caller holds another reference */
+    return ZKR_OK;
+  }
+  if (rc != ZKR_OK) {
+    free(j);
+    sem->refs--;
+  }
+  return rc;
+}
+
+/* ---- options ---- */
+
+int zkr_semaphore_opts_new(zkr_semaphore_opts **out) {
+  if (!out)
+    return ZKR_EINVAL;
+  zkr_semaphore_opts *o = calloc(1, sizeof *o);
+  if (!o)
+    return ZKR_ENOMEM;
+  *out = o;
+  return ZKR_OK;
+}
+
+void zkr_semaphore_opts_free(zkr_semaphore_opts *opts) {
+  if (opts) {
+    free(opts->id);
+    free(opts->count_path);
+    free(opts);
+  }
+}
+
+int zkr_semaphore_opts_set_id(zkr_semaphore_opts *opts, const char *id) {
+  if (!opts || (id && zkr__contender_id_check(id) != ZKR_OK))
+    return ZKR_EINVAL;
+  char *copy = NULL;
+  if (id && !(copy = zkr__strdup(id)))
+    return ZKR_ENOMEM;
+  free(opts->id);
+  opts->id = copy;
+  return ZKR_OK;
+}
+
+int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
+                                      const char *path) {
+  if (!opts)
+    return ZKR_EINVAL;
+  if (path && zkr__path_check(path) != ZKR_OK)
+    return ZKR_EBADPATH;
+  char *copy = NULL;
+  if (path && !(copy = zkr__strdup(path)))
+    return ZKR_ENOMEM;
+  free(opts->count_path);
+  opts->count_path = copy;
+  return ZKR_OK;
+}
+
+int zkr_semaphore_opts_set_state_fn(zkr_semaphore_opts *opts,
+                                    zkr_lock_state_fn fn, void *user_data) {
+  if (!opts)
+    return ZKR_EINVAL;
+  opts->state_fn = fn;
+  opts->state_ud = user_data;
+  return ZKR_OK;
+}
+
+/* ---- the policies ---- */
+
+/* A lease holds when the lease nodes, its own included, number at most
+ * the limit (Curator: children.size() <= maxLeases). */
+static int lease_holds(int others, void *ctx) {
+  zkr_semaphore *sem = ctx;
+  return others + 1 <= atomic_load(&sem->limit);
+}
+
+/* ---- the count follower ---- */
+
+static int count_send(zkr_semaphore *sem);
+static void prep_step(zkr_semaphore *sem, struct acq *unused);
+static void reevaluate_all(zkr_semaphore *sem, struct acq *unused);
+
+static void count_watch_cb(zkr_session *s, int type, const char *path,
+                           void *ctx) {
+  zkr_semaphore *sem = ctx;
+  (void)s;
+  (void)type;
+  (void)path;
+  sem_lock(sem);
+  sem->count_watch = 0;
+  if (!sem->freeing && sem->count_state == 2)
+    (void)count_send(sem); /* read it again, with a new watch */
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
+/* Decode a SharedCount: 4 bytes, big-endian, signed. */
+static int count_decode(const char *v, int len, int32_t *out) {
+  if (!v || len != 4)
+    return 0;
+  const unsigned char *u = (const unsigned char *)v;
+  uint32_t x = ((uint32_t)u[0] << 24) | ((uint32_t)u[1] << 16) |
+               ((uint32_t)u[2] << 8) | (uint32_t)u[3];
+  *out = (int32_t)x;
+  return 1;
+}
+
+static void count_cb(int rc, const char *value, int len,
+                     const struct Stat *stat, const void *data) {
+  zkr_semaphore *sem = (zkr_semaphore *)data;
+  (void)stat;
+  sem_lock(sem);
+  int was_known = sem->count_state == 2;
+  int32_t v = 0;
+  if (rc == ZOK && count_decode(value, len, &v)) {
+    atomic_store(&sem->limit,
+                 v < 0 ? 0
+                       : (v > ZKR_SEMAPHORE_MAX ? ZKR_SEMAPHORE_MAX : (int)v));
+    sem->count_state = 2;
+    sem->count_err = ZKR_OK;
+  } else {
+    sem->count_state = 0;
+    sem->count_err = rc == ZOK ? ZKR_EBADCOUNT : zkr__from_zk(rc);
+    if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
+      sem->count_watch = 0;
+      sem->refs--; /* the watch's reference (mu held; ours remains) */
+    }
+  }
+  if (sem->count_in_prep) {
+    sem->count_in_prep = 0;
+    if (--sem->prep_out == 0 && !sem->freeing)
+      post_job(sem, NULL, prep_step);
+  } else if (!sem->freeing) {
+    if (was_known || sem->count_state == 2) {
+      post_job(sem, NULL, reevaluate_all); /* the limit may have changed */
+    }
+  }
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
+/* Under mu: read the count node with a data watch. Returns 1 if the
+ * read was sent (count_cb will run). */
+static int count_send(zkr_semaphore *sem) {
+  zhandle_t *zh;
+  uint64_t gen;
+  if (zkr__session_get_zh(sem->s, &zh, &gen) != ZKR_OK) {
+    sem->count_state = 0; /* read again when an acquisition needs it */
+    sem->count_err = ZKR_ECONNLOSS;
+    return 0;
+  }
+  if (!sem->count_watch) {
+    uint64_t id = 0;
+    if (zkr__watch_add(sem->s, sem->count_path, ZKR__WATCH_DATA, count_watch_cb,
+                       sem, &id) == ZKR_OK) {
+      sem->count_watch = id;
+      sem_ref(sem);
+    }
+  }
+  if (sem->count_state != 2)
+    sem->count_state = 1;
+  sem_ref(sem);
+  int zrc = zoo_aget(zh, sem->count_path, 1, count_cb, sem);
+  zkr__session_put_zh(sem->s);
+  if (zrc != ZOK) {
+    sem->refs--;
+    sem->count_state = 0;
+    sem->count_err = ZKR_ECONNLOSS;
+    return 0;
+  }
+  return 1;
+}
+
+/* A new ZooKeeper session has none of our watches: read the count again. */
+static void count_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
+                       void *ctx) {
+  zkr_semaphore *sem = ctx;
+  (void)s;
+  (void)sid;
+  if (ev != ZKR_EV_CONNECTED)
+    return;
+  sem_lock(sem);
+  if (!sem->freeing && sem->count_state == 2 && !sem->prep_busy) {
+    if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
+      sem->count_watch = 0;
+      sem->refs--;
+    }
+    (void)count_send(sem);
+  }
+  sem_unlock(sem);
+}
+
+/* ---- acquisitions ---- */
+
+static void acq_kick(zkr_semaphore *sem, struct acq *a);
+static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc);
+
+/* The time left: -1 without deadline, 0 to try once, ETIMEDOUT (< -1)
+ * if it passed. */
+static int64_t remaining(const struct acq *a) {
+  if (a->try_once)
+    return 0;
+  if (a->deadline < 0)
+    return -1;
+  int64_t left = a->deadline - zkr__now_ms();
+  return left > 0 ? left : ZKR_ETIMEDOUT;
+}
+
+static void acq_free(struct acq *a) {
+  if (!a)
+    return;
+  zkr__queue_free(a->adm);
+  for (int i = 0; a->tmp && i < a->n; i++)
+    if (a->tmp[i]) {
+      zkr__queue_free(a->tmp[i]->q);
+      free(a->tmp[i]);
+    }
+  free(a->tmp);
+  free(a);
+}
+
+static void acq_unlink(zkr_semaphore *sem, struct acq *a) {
+  for (struct acq **p = &sem->acqs; *p; p = &(*p)->next)
+    if (*p == a) {
+      *p = a->next;
+      break;
+    }
+}
+
+static void lease_unlink(zkr_semaphore *sem, zkr_lease *l) {
+  if (l->prev)
+    l->prev->next = l->next;
+  else if (sem->handed == l)
+    sem->handed = l->next;
+  if (l->next)
+    l->next->prev = l->prev;
+  l->prev = l->next = NULL;
+}
+
+/* Under mu, event thread: the acquisition ends with @rc. On failure every
+ * lease node it got is deleted, then the admission node; on success the
+ * admission node is deleted (not waited for) and the leases handed out. */
+static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
+  if (a->phase == A_END)
+    return;
+  int was = a->phase;
+  a->phase = A_END;
+  if (rc != ZKR_OK)
+    for (int i = 0; i < a->got; i++)
+      zkr__queue_release(a->tmp[i]->q);
+  if (was == A_LEASE)
+    zkr__queue_release(a->adm);
+  acq_unlink(sem, a);
+  if (rc == ZKR_OK) {
+    for (int i = 0; i < a->n; i++) {
+      zkr_lease *l = a->tmp[i];
+      l->acq = NULL;
+      l->next = sem->handed;
+      if (sem->handed)
+        sem->handed->prev = l;
+      sem->handed = l;
+      a->out[i] = l;
+      a->tmp[i] = NULL;
+    }
+  }
+  if (a->blocking) {
+    a->done = 1;
+    a->rc = rc;
+    pthread_cond_broadcast(&sem->cv);
+    return; /* the waiter frees it */
+  }
+  if (a->fn && !sem->freeing)
+    a->fn(sem, rc, a->out, a->n, a->ud);
+  acq_free(a);
+}
+
+static void lease_done(zkr__queue *q, int rc, void *ud);
+
+/* Under mu, event thread: take the next lease, or end when all are got. */
+static void next_lease(zkr_semaphore *sem, struct acq *a) {
+  if (a->got == a->n) {
+    acq_finish(sem, a, ZKR_OK);
+    return;
+  }
+  int64_t left = remaining(a);
+  if (left < -1) {
+    acq_finish(sem, a, ZKR_ETIMEDOUT);
+    return;
+  }
+  int rc = zkr__queue_start(a->tmp[a->got]->q, left, lease_done, a);
+  if (rc != ZKR_OK)
+    acq_finish(sem, a, rc);
+}
+
+/* Under mu, event thread: the admission node or a lease got so far was
+ * lost while acquiring: end the current lease's wait and start over. */
+static void acq_restart(zkr_semaphore *sem, struct acq *a) {
+  (void)sem;
+  if (a->phase != A_LEASE || a->restarting)
+    return;
+  a->restarting = 1;
+  zkr__queue_cancel(a->tmp[a->got]->q); /* lease_done runs with ECANCELED */
+}
+
+static void lease_done(zkr__queue *q, int rc, void *ud) {
+  struct acq *a = ud;
+  zkr_semaphore *sem = a->sem;
+  (void)q;
+  sem_lock(sem);
+  if (a->phase == A_LEASE) {
+    if (a->restarting && !a->cancel &&
+        (rc == ZKR_OK || rc == ZKR_ECANCELED || rc == ZKR_ELOCKLOST)) {
+      /* (a lease got just before the cancel took is given back too) */
+      a->restarting = 0;
+      for (int i = 0; i <= a->got && i < a->n; i++)
+        zkr__queue_release(a->tmp[i]->q);
+      zkr__queue_release(a->adm);
+      a->got = 0;
+      a->phase = A_ADMIT;
+      acq_kick(sem, a);
+    } else if (rc == ZKR_OK) {
+      a->got++;
+      next_lease(sem, a);
+    } else {
+      acq_finish(sem, a, rc);
+    }
+  }
+  sem_unlock(sem);
+}
+
+static void adm_done(zkr__queue *q, int rc, void *ud) {
+  struct acq *a = ud;
+  zkr_semaphore *sem = a->sem;
+  (void)q;
+  sem_lock(sem);
+  if (a->phase == A_ADMIT) {
+    if (rc != ZKR_OK) {
+      acq_finish(sem, a, rc);
+    } else if (a->cancel) {
+      a->phase = A_LEASE; /* so that the admission node is released */
+      acq_finish(sem, a, ZKR_ECANCELED);
+    } else {
+      a->phase = A_LEASE;
+      next_lease(sem, a);
+    }
+  }
+  sem_unlock(sem);
+}
+
+/* The admission node's state, while admitted: a loss starts over. */
+static void adm_state(zkr__queue *q, zkr__qstate st, void *ud) {
+  struct acq *a = ud;
+  zkr_semaphore *sem = a->sem;
+  (void)q;
+  if (st != ZKR__Q_LOST)
+    return;
+  sem_lock(sem);
+  acq_restart(sem, a);
+  sem_unlock(sem);
+}
+
+static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
+  zkr_lease *l = ud;
+  zkr_semaphore *sem = l->sem;
+  (void)q;
+  sem_lock(sem);
+  if (l->acq) {
+    if (st == ZKR__Q_LOST)
+      acq_restart(sem, l->acq); /* a lease got so far is gone */
+    sem_unlock(sem);
+    return;
+  }
+  zkr_lock_state_fn fn = sem->state_fn;
+  void *fud = sem->state_ud;
+  sem_unlock(sem);
+  if (fn)
+    fn(l, zkr__lock_state_of(st), fud);
+}
+
+/* Under mu, event thread: start (or start over) an acquisition. */
+static void acq_kick(zkr_semaphore *sem, struct acq *a) {
+  if (a->phase == A_END)
+    return;
+  if (a->cancel) {
+    acq_finish(sem, a, ZKR_ECANCELED);
+    return;
+  }
+  if (!sem->layout_ok || (sem->count_path && sem->count_state != 2)) {
+    a->phase = A_PREP;
+    prep_step(sem, NULL);
+    return;
+  }
+  if (a->n > atomic_load(&sem->limit) && atomic_load(&sem->limit) > 0 &&
+      sem->count_path) {
+    acq_finish(sem, a, ZKR_EINVAL); /* more than the shared count allows */
+    return;
+  }
+  int64_t left = remaining(a);
+  if (left < -1) {
+    acq_finish(sem, a, ZKR_ETIMEDOUT);
+    return;
+  }
+  a->phase = A_ADMIT;
+  int rc = zkr__queue_start(a->adm, left, adm_done, a);
+  if (rc != ZKR_OK)
+    acq_finish(sem, a, rc);
+}
+
+static void job_kick(zkr_semaphore *sem, struct acq *a) {
+  acq_kick(sem, a);
+}
+
+static void job_cancel(zkr_semaphore *sem, struct acq *a) {
+  (void)sem;
+  for (struct acq *x = sem->acqs; x; x = x->next)
+    if (x == a) {
+      a->cancel = 1;
+      if (a->phase == A_PREP)
+        acq_finish(sem, a, ZKR_ECANCELED);
+      else if (a->phase == A_ADMIT)
+        zkr__queue_cancel(a->adm);
+      else if (a->phase == A_LEASE)
+        zkr__queue_cancel(a->tmp[a->got]->q);
+      return;
+    }
+}
+
+static void reevaluate_all(zkr_semaphore *sem, struct acq *unused) {
+  (void)unused;
+  for (struct acq *a = sem->acqs; a; a = a->next)
+    if (a->phase == A_LEASE && !a->restarting)
+      zkr__queue_reevaluate(a->tmp[a->got]->q);
+}
+
+/* ---- the preparation: kazoo's layout, the first count read ---- */
+
+/* Is @name a decimal number (what kazoo stores as its max_leases)? */
+static int is_number(const char *v, int len) {
+  if (!v || len <= 0)
+    return 0;
+  int i = v[0] == '-' ? 1 : 0;
+  if (i >= len)
+    return 0;
+  for (; i < len; i++)
+    if (!isdigit((unsigned char)v[i]))
+      return 0;
+  return 1;
+}
+
+static void layout_data_cb(int rc, const char *value, int len,
+                           const struct Stat *stat, const void *data) {
+  zkr_semaphore *sem = (zkr_semaphore *)data;
+  (void)stat;
+  sem_lock(sem);
+  sem->prep_zrc_data = rc;
+  if (rc == ZOK && is_number(value, len))
+    sem->prep_foreign = 1;
+  if (--sem->prep_out == 0 && !sem->freeing)
+    post_job(sem, NULL, prep_step);
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
+static void layout_kids_cb(int rc, const struct String_vector *names,
+                           const void *data) {
+  zkr_semaphore *sem = (zkr_semaphore *)data;
+  sem_lock(sem);
+  sem->prep_zrc_kids = rc;
+  for (int i = 0; rc == ZOK && names && i < names->count; i++)
+    if (strcmp(names->data[i], "locks") != 0 &&
+        strcmp(names->data[i], "leases") != 0)
+      sem->prep_foreign = 1; /* kazoo's lease nodes sit right under PATH */
+  if (--sem->prep_out == 0 && !sem->freeing)
+    post_job(sem, NULL, prep_step);
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
+static void retry_fired(void *arg) {
+  zkr_semaphore *sem = arg;
+  sem_lock(sem);
+  sem->retry_timer = 0;
+  if (!sem->freeing)
+    prep_step(sem, NULL);
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
+/* Under mu: the acquisitions waiting for the preparation end with @rc
+ * (ZKR_OK: they go on), or, for a transient @rc, those whose deadline
+ * passed end and the others wait for a retry. */
+static void prep_settle(zkr_semaphore *sem, int rc) {
+  int retry = 0;
+  struct acq *a = sem->acqs;
+  while (a) {
+    struct acq *next = a->next;
+    if (a->phase == A_PREP) {
+      if (rc == ZKR_OK)
+        acq_kick(sem, a);
+      else if (rc != ZKR_ECONNLOSS)
+        acq_finish(sem, a, rc);
+      else if (a->try_once)
+        acq_finish(sem, a, ZKR_ECONNLOSS);
+      else if (remaining(a) < -1)
+        acq_finish(sem, a, ZKR_ETIMEDOUT);
+      else
+        retry = 1;
+    }
+    a = next;
+  }
+  if (retry && !sem->retry_timer) {
+    uint64_t id = 0;
+    sem_ref(sem);
+    if (zkr__timer_add(sem->s, zkr__now_ms() + 200, retry_fired, sem, &id) ==
+        ZKR_OK)
+      sem->retry_timer = id;
+    else
+      sem->refs--;
+  }
+}
+
+static int transient_zrc(int zrc) {
+  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ||
+         zrc == ZSESSIONEXPIRED || zrc == ZSESSIONMOVED;
+}
+
+/* Under mu, event thread: send what the preparation still needs, or, when
+ * its answers are in, settle the acquisitions waiting for it. */
+static void prep_step(zkr_semaphore *sem, struct acq *unused) {
+  (void)unused;
+  if (sem->prep_busy && sem->prep_out > 0)
+    return; /* answers still to come */
+  if (sem->prep_busy) {
+    /* the answers are in */
+    sem->prep_busy = 0;
+    int rc = ZKR_OK;
+    if (!sem->layout_ok) {
+      int zd = sem->prep_zrc_data, zk = sem->prep_zrc_kids;
+      if (sem->prep_foreign)
+        rc = ZKR_EFOREIGN;
+      else if ((zd == ZOK || zd == ZNONODE) && (zk == ZOK || zk == ZNONODE))
+        sem->layout_ok = 1;
+      else
+        rc = transient_zrc(zd) || transient_zrc(zk)
+                 ? ZKR_ECONNLOSS
+                 : zkr__from_zk(zd != ZOK && zd != ZNONODE ? zd : zk);
+    }
+    if (rc == ZKR_OK && sem->count_path && sem->count_state != 2)
+      rc = sem->count_err == ZKR_ECONNLOSS || sem->count_err == ZKR_ETIMEDOUT
+               ? ZKR_ECONNLOSS
+               : (sem->count_err != ZKR_OK ? sem->count_err : ZKR_ECONNLOSS);
+    prep_settle(sem, rc);
+    return;
+  }
+  int need = 0;
+  for (struct acq *a = sem->acqs; a; a = a->next)
+    need |= a->phase == A_PREP;
+  if (!need)
+    return;
+  zhandle_t *zh;
+  uint64_t gen;
+  if (zkr__session_get_zh(sem->s, &zh, &gen) != ZKR_OK) {
+    prep_settle(sem, zkr_session_state_get(sem->s) == ZKR_STATE_CLOSED
+                         ? ZKR_ECLOSED
+                         : ZKR_ECONNLOSS);
+    return;
+  }
+  sem->prep_busy = 1;
+  sem->prep_out = 0;
+  sem->prep_foreign = 0;
+  if (!sem->layout_ok) {
+    sem->prep_out += 2;
+    sem_ref(sem);
+    if (zoo_aget(zh, sem->path, 0, layout_data_cb, sem) != ZOK) {
+      sem->refs--;
+      sem->prep_out--;
+      sem->prep_zrc_data = ZCONNECTIONLOSS;
+    }
+    sem_ref(sem);
+    if (zoo_aget_children(zh, sem->path, 0, layout_kids_cb, sem) != ZOK) {
+      sem->refs--;
+      sem->prep_out--;
+      sem->prep_zrc_kids = ZCONNECTIONLOSS;
+    }
+  }
+  zkr__session_put_zh(sem->s);
+  if (sem->count_path && sem->count_state != 2 && !sem->count_in_prep) {
+    sem->prep_out++;
+    sem->count_in_prep = 1;
+    if (!count_send(sem)) {
+      sem->count_in_prep = 0;
+      sem->prep_out--;
+    }
+  }
+  if (sem->prep_out == 0)
+    prep_step(sem, NULL);
+}
+
+/* ---- the object ---- */
+
+int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
+                      int limit, const zkr_semaphore_opts *opts) {
+  if (!out || !s)
+    return ZKR_EINVAL;
+  int rc = zkr__lock_path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  const char *cpath = opts ? opts->count_path : NULL;
+  if (cpath ? limit != 0 : (limit < 1 || limit > ZKR_SEMAPHORE_MAX))
+    return ZKR_EINVAL;
+  if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
+    return ZKR_ECLOSED;
+  zkr_semaphore *sem = calloc(1, sizeof *sem);
+  if (!sem)
+    return ZKR_ENOMEM;
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&sem->mu, &ma);
+  pthread_mutexattr_destroy(&ma);
+  zkr__cond_init(&sem->cv);
+  sem->refs = 1;
+  sem->s = s;
+  sem->path = zkr__strdup(path);
+  sem->locks = zkr__path_join(path, "locks");
+  sem->leases = zkr__path_join(path, "leases");
+  sem->count_path = cpath ? zkr__strdup(cpath) : NULL;
+  if (!sem->path || !sem->locks || !sem->leases || (cpath && !sem->count_path))
+    goto nomem;
+  sem->datalen =
+      zkr__contender_data(opts ? opts->id : NULL, sem->data, sizeof sem->data);
+  sem->fixed_limit = limit;
+  atomic_store(&sem->limit, limit);
+  sem->adm_pol.name = "lock-";
+  sem->lease_pol.name = "lease-";
+  sem->lease_pol.wait = ZKR__QWAIT_CHILDREN;
+  sem->lease_pol.count_all = 1;
+  sem->lease_pol.holds = lease_holds;
+  sem->lease_pol.ctx = sem;
+  if (opts) {
+    sem->state_fn = opts->state_fn;
+    sem->state_ud = opts->state_ud;
+  }
+  if (cpath &&
+      zkr__session_hook_add(s, count_hook, sem, &sem->hook_id) != ZKR_OK)
+    goto nomem;
+  *out = sem;
+  return ZKR_OK;
+nomem:
+  sem_destroy(sem);
+  return ZKR_ENOMEM;
+}
+
+static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
+                           zkr_lease **out, int *rc) {
+  struct acq *a = calloc(1, sizeof *a);
+  *rc = ZKR_ENOMEM;
+  if (!a)
+    return NULL;
+  a->sem = sem;
+  a->n = n;
+  a->out = out;
+  a->try_once = timeout_ms == 0;
+  a->deadline = timeout_ms < 0 ? -1 : zkr__now_ms() + timeout_ms;
+  a->tmp = calloc((size_t)n, sizeof *a->tmp);
+  if (!a->tmp)
+    goto fail;
+  *rc = zkr__queue_new(&a->adm, sem->s, sem->locks, &sem->adm_pol, sem->data,
+                       sem->datalen);
+  if (*rc != ZKR_OK)
+    goto fail;
+  zkr__queue_set_state_fn(a->adm, adm_state, a);
+  for (int i = 0; i < n; i++) {
+    zkr_lease *l = calloc(1, sizeof *l);
+    if (!l) {
+      *rc = ZKR_ENOMEM;
+      goto fail;
+    }
+    l->sem = sem;
+    l->acq = a;
+    a->tmp[i] = l;
+    *rc = zkr__queue_new(&l->q, sem->s, sem->leases, &sem->lease_pol, sem->data,
+                         sem->datalen);
+    if (*rc != ZKR_OK)
+      goto fail;
+    zkr__queue_set_state_fn(l->q, lease_state, l);
+  }
+  *rc = ZKR_OK;
+  return a;
+fail:
+  acq_free(a);
+  return NULL;
+}
+
+/* Check the arguments, make the acquisition and post its start. */
+static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
+                     zkr_lease **leases, zkr_semaphore_acquire_fn fn, void *ud,
+                     int blocking, struct acq **out) {
+  if (!sem || !leases || n < 1 || n > ZKR_SEMAPHORE_MAX)
+    return ZKR_EINVAL;
+  if (!sem->count_path && n > sem->fixed_limit)
+    return ZKR_EINVAL;
+  if (zkr_session_state_get(sem->s) == ZKR_STATE_CLOSED)
+    return ZKR_ECLOSED;
+  int rc;
+  struct acq *a = acq_new(sem, n, timeout_ms, leases, &rc);
+  if (!a)
+    return rc;
+  a->fn = fn;
+  a->ud = ud;
+  a->blocking = blocking;
+  a->phase = A_PREP;
+  sem_lock(sem);
+  a->next = sem->acqs;
+  sem->acqs = a;
+  rc = post_job(sem, a, job_kick);
+  if (rc != ZKR_OK) {
+    acq_unlink(sem, a);
+    sem_unlock(sem);
+    acq_free(a);
+    return rc;
+  }
+  *out = a;
+  sem_unlock(sem);
+  return ZKR_OK;
+}
+
+int zkr_semaphore_acquire(zkr_semaphore *sem, int n, int64_t timeout_ms,
+                          zkr_lease **leases) {
+  if (sem && leases && zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  struct acq *a = NULL;
+  int rc = acq_start(sem, n, timeout_ms, leases, NULL, NULL, 1, &a);
+  if (rc != ZKR_OK)
+    return rc;
+  sem_lock(sem);
+  while (!a->done)
+    pthread_cond_wait(&sem->cv, &sem->mu);
+  rc = a->rc;
+  sem_unlock(sem);
+  acq_free(a);
+  return rc;
+}
+
+int zkr_semaphore_acquire_async(zkr_semaphore *sem, int n, int64_t timeout_ms,
+                                zkr_lease **leases, zkr_semaphore_acquire_fn fn,
+                                void *user_data) {
+  if (!fn)
+    return ZKR_EINVAL;
+  struct acq *a = NULL;
+  return acq_start(sem, n, timeout_ms, leases, fn, user_data, 0, &a);
+}
+
+int zkr_semaphore_cancel(zkr_semaphore *sem) {
+  if (!sem)
+    return ZKR_EINVAL;
+  int rc = ZKR_ENOTHELD;
+  sem_lock(sem);
+  for (struct acq *a = sem->acqs; a; a = a->next)
+    if (a->phase != A_END && !a->cancel) {
+      a->cancel = 1;
+      if (post_job(sem, a, job_cancel) == ZKR_OK)
+        rc = ZKR_OK;
+    }
+  sem_unlock(sem);
+  return rc;
+}
+
+int zkr_semaphore_limit(const zkr_semaphore *sem) {
+  return sem ? atomic_load(&((zkr_semaphore *)sem)->limit) : -1;
+}
+
+/* Event thread (or inline once it stopped): end everything of @sem. */
+static void job_teardown(zkr_semaphore *sem, struct acq *unused) {
+  (void)unused;
+  while (sem->acqs) {
+    struct acq *a = sem->acqs;
+    a->cancel = 1;
+    sem->freeing = 1;
+    acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freeing */
+  }
+  while (sem->handed) {
+    zkr_lease *l = sem->handed;
+    lease_unlink(sem, l);
+    zkr__queue_free(l->q);
+    free(l);
+  }
+  if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
+    sem->count_watch = 0;
+    sem->refs--;
+  }
+  if (sem->retry_timer && zkr__timer_cancel(sem->s, sem->retry_timer)) {
+    sem->retry_timer = 0;
+    sem->refs--;
+  }
+  sem->freeing = 2; /* done */
+  pthread_cond_broadcast(&sem->cv);
+}
+
+void zkr_semaphore_free(zkr_semaphore *sem) {
+  if (!sem)
+    return;
+  if (sem->hook_id)
+    zkr__session_hook_remove(sem->s, sem->hook_id);
+  sem_lock(sem);
+  sem->freeing = 1;
+  if (zkr__tls_in_callback) {
+    job_teardown(sem, NULL);
+  } else {
+    struct job *j = calloc(1, sizeof *j);
+    int rc = ZKR_ENOMEM;
+    if (j) {
+      j->sem = sem;
+      j->fn = job_teardown;
+      sem_ref(sem);
+      rc = zkr__session_post(sem->s, job_run, j);
+      if (rc != ZKR_OK) {
+        sem->refs--;
+        free(j);
+      }
+    }
+    if (rc != ZKR_OK)
+      job_teardown(sem, NULL);
+    while (sem->freeing != 2)
+      pthread_cond_wait(&sem->cv, &sem->mu);
+  }
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
+/* ---- leases ---- */
+
+int zkr_lease_release(zkr_lease *l) {
+  if (!l)
+    return ZKR_EINVAL;
+  zkr_semaphore *sem = l->sem;
+  sem_lock(sem);
+  lease_unlink(sem, l);
+  sem_unlock(sem);
+  int rc = zkr__queue_release(l->q);
+  zkr__queue_free(l->q);
+  free(l);
+  return rc == ZKR_ELOCKLOST ? ZKR_ELOCKLOST : ZKR_OK;
+}
+
+zkr_lock_state zkr_lease_state_get(const zkr_lease *l) {
+  return l ? zkr__lock_state_of(zkr__queue_state(l->q)) : ZKR_LOCK_UNLOCKED;
+}
+
+int64_t zkr_lease_fencing_token(const zkr_lease *l) {
+  int64_t t = 0;
+  return l && zkr__queue_info(l->q, &t, NULL, 0, NULL) ? t : 0;
+}
+
+int zkr_lease_node(const zkr_lease *l, char *buf, size_t len) {
+  if (!l || !buf || len == 0)
+    return ZKR_EINVAL;
+  return zkr__queue_info(l->q, NULL, buf, len, NULL) ? ZKR_OK : ZKR_ENOTHELD;
+}
+
+int zkr_lease_guarded_multi(zkr_lease *l, int count, const struct zoo_op *ops,
+                            struct zoo_op_result *results, int64_t timeout_ms) {
+  return l ? zkr__guarded_multi(l->q, count, ops, results, timeout_ms)
+           : ZKR_EINVAL;
+}
+
+int zkr_lease_guarded_set(zkr_lease *l, const char *path, const char *data,
+                          int datalen, int version, int64_t timeout_ms) {
+  if (!l)
+    return path && zkr__path_check(path) != ZKR_OK ? ZKR_EBADPATH : ZKR_EINVAL;
+  return zkr__guarded_set(l->q, path, data, datalen, version, timeout_ms);
+}
+
+/* ---- participants ---- */
+
+static const zkr__qpolicy part_pol = {.name = "lock-"};
+
+static const zkr__qpolicy *part_policy_of(const char *name, void *ctx) {
+  (void)name;
+  (void)ctx;
+  return &part_pol;
+}
+
+int zkr_semaphore_participants(zkr_session *s, const char *path, int limit,
+                               int64_t timeout_ms, zkr_participant **leases,
+                               size_t *nleases, zkr_participant **waiters,
+                               size_t *nwaiters) {
+  if (!s || !leases || !nleases || !waiters || !nwaiters || limit < 0)
+    return ZKR_EINVAL;
+  int rc = zkr__path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  char *lp = zkr__path_join(path, "leases");
+  char *kp = zkr__path_join(path, "locks");
+  zkr_participant *l = NULL, *w = NULL;
+  size_t nl = 0, nw = 0;
+  int64_t deadline = zkr__deadline(timeout_ms);
+  rc = lp && kp ? ZKR_OK : ZKR_ENOMEM;
+  if (rc == ZKR_OK)
+    rc = zkr__participants(s, kp, part_policy_of, NULL, timeout_ms, &w, &nw);
+  if (rc == ZKR_OK) {
+    int64_t left = deadline < 0 ? -1 : deadline - zkr__now_ms();
+    rc = left == 0 || left < -1
+             ? ZKR_ETIMEDOUT
+             : zkr__participants(s, lp, part_policy_of, NULL, left, &l, &nl);
+  }
+  free(lp);
+  free(kp);
+  if (rc != ZKR_OK) {
+    zkr_participants_free(w, nw);
+    return rc;
+  }
+  for (size_t i = 0; i < nl; i++)
+    l[i].is_holder = 1;
+  /* the admitted contender's newest lease node, while the lease nodes
+   * outnumber the limit, is still waiting */
+  if (limit > 0 && nl > (size_t)limit && nw > 0 &&
+      l[nl - 1].session_id == w[0].session_id)
+    l[nl - 1].is_holder = 0;
+  *leases = l;
+  *nleases = nl;
+  *waiters = w;
+  *nwaiters = nw;
+  return ZKR_OK;
+}

@@ -1,0 +1,419 @@
+/* The counting semaphore against a real standalone server: bad input
+ * creating nothing, Curator's layout and naming, the limit, try-once and
+ * time-out leaving nothing, waiting inside the admission mutex and one
+ * session woken per release, n leases all or none, cancellation, a limit
+ * from a shared count followed live (raised, lowered, missing, malformed),
+ * kazoo's layout refused, a foreign child counted as a lease, an expired
+ * holder told LOST and its lease passed on, guarded writes, participants,
+ * a blocking call from a callback. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zkr-private.h"
+#include "zkt.h"
+
+static const char *hosts;
+static zkr_session *admin;
+
+/* One contender: its own session and semaphore object. */
+typedef struct who {
+  zkr_session *s;
+  zkr_semaphore *sem;
+  zkr_lease *l[4];
+  pthread_mutex_t mu;
+  int done, rc;
+} who;
+
+static void who_open(who *w, const char *path, int limit,
+                     const zkr_semaphore_opts *o) {
+  memset(w, 0, sizeof *w);
+  pthread_mutex_init(&w->mu, NULL);
+  w->s = zkt_connect(hosts, 10000);
+  if (zkr_semaphore_new(&w->sem, w->s, path, limit, o) != ZKR_OK)
+    tap_bail("zkr_semaphore_new");
+}
+
+static void who_close(who *w) {
+  zkr_semaphore_free(w->sem);
+  zkr_session_close(w->s);
+  pthread_mutex_destroy(&w->mu);
+}
+
+static void on_acquired(zkr_semaphore *sem, int rc, zkr_lease **l, int n,
+                        void *ud) {
+  who *w = ud;
+  (void)sem;
+  (void)l;
+  (void)n;
+  pthread_mutex_lock(&w->mu);
+  w->done = 1;
+  w->rc = rc;
+  pthread_mutex_unlock(&w->mu);
+}
+
+static int is_done(void *arg) {
+  who *w = arg;
+  pthread_mutex_lock(&w->mu);
+  int d = w->done;
+  pthread_mutex_unlock(&w->mu);
+  return d;
+}
+
+static void start_async(who *w, int n, int64_t timeout_ms) {
+  w->done = 0;
+  w->rc = -1;
+  if (zkr_semaphore_acquire_async(w->sem, n, timeout_ms, w->l, on_acquired,
+                                  w) != ZKR_OK)
+    tap_bail("acquire_async");
+}
+
+static char *sub(const char *path, const char *child) {
+  static char buf[4][512];
+  static int k;
+  char *b = buf[k++ % 4];
+  snprintf(b, sizeof buf[0], "%s/%s", path, child);
+  return b;
+}
+
+static void test_bad_input(void) {
+  const char *path = zkt_path("bad");
+  zkr_semaphore *sem = NULL;
+  is(zkr_semaphore_new(&sem, admin, path, 0, NULL), ZKR_EINVAL, "limit 0");
+  is(zkr_semaphore_new(&sem, admin, path, -3, NULL), ZKR_EINVAL, "limit -3");
+  is(zkr_semaphore_new(&sem, admin, path, ZKR_SEMAPHORE_MAX + 1, NULL),
+     ZKR_EINVAL, "a limit above ZKR_SEMAPHORE_MAX");
+  is(zkr_semaphore_new(NULL, admin, path, 1, NULL), ZKR_EINVAL, "NULL out");
+  is(zkr_semaphore_new(&sem, NULL, path, 1, NULL), ZKR_EINVAL, "NULL session");
+  is(zkr_semaphore_new(&sem, admin, "/", 1, NULL), ZKR_EBADPATH, "path /");
+  is(zkr_semaphore_new(&sem, admin, "no-slash", 1, NULL), ZKR_EBADPATH,
+     "a relative path");
+  is(zkr_semaphore_new(&sem, admin, NULL, 1, NULL), ZKR_EBADPATH, "NULL path");
+  zkr_semaphore_opts *o = NULL;
+  zkr_semaphore_opts_new(&o);
+  is(zkr_semaphore_opts_set_count_path(o, "bad//path"), ZKR_EBADPATH,
+     "a bad count path");
+  is(zkr_semaphore_opts_set_id(o, ""), ZKR_EINVAL, "an empty id");
+  is(zkr_semaphore_opts_set_count_path(o, sub(path, "count")), ZKR_OK,
+     "a count path");
+  is(zkr_semaphore_new(&sem, admin, path, 2, o), ZKR_EINVAL,
+     "a count path and a limit");
+  zkr_semaphore_opts_free(o);
+  is(zkr_semaphore_new(&sem, admin, path, 2, NULL), ZKR_OK, "limit 2");
+  zkr_lease *l[3];
+  is(zkr_semaphore_acquire(sem, 0, 0, l), ZKR_EINVAL, "0 leases");
+  is(zkr_semaphore_acquire(sem, 3, 0, l), ZKR_EINVAL, "3 leases of 2");
+  is(zkr_semaphore_acquire(sem, 1, 0, NULL), ZKR_EINVAL, "NULL leases");
+  is(zkr_semaphore_acquire_async(sem, 1, 0, l, NULL, NULL), ZKR_EINVAL,
+     "async without a callback");
+  is(zkr_semaphore_cancel(sem), ZKR_ENOTHELD, "cancel with nothing pending");
+  is(zkr_semaphore_acquire(NULL, 1, 0, l), ZKR_EINVAL, "NULL semaphore");
+  is(zkr_lease_release(NULL), ZKR_EINVAL, "release NULL");
+  is(zkr_semaphore_limit(sem), 2, "the limit is 2");
+  is(zkt_children(admin, path), -1, "nothing was created");
+  zkr_semaphore_free(sem);
+}
+
+static void test_layout_and_limit(void) {
+  const char *path = zkt_path("layout");
+  who a, b, c;
+  who_open(&a, path, 2, NULL);
+  who_open(&b, path, 2, NULL);
+  who_open(&c, path, 2, NULL);
+  is(zkr_semaphore_acquire(a.sem, 1, 5000, a.l), ZKR_OK, "A takes a lease");
+  char node[512];
+  is(zkr_lease_node(a.l[0], node, sizeof node), ZKR_OK, "its node: %s", node);
+  const char *name = strrchr(node, '/') + 1;
+  ok(strncmp(node, sub(path, "leases/_c_"), strlen(sub(path, "leases/_c_"))) ==
+             0 &&
+         strlen(name) == 3 + 36 + 1 + 6 + 10 &&
+         strncmp(name + 40, "lease-", 6) == 0,
+     "Curator's lease name under leases/");
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_exists(admin, node, zkr__deadline(5000), &r);
+  ok(zkr_lease_fencing_token(a.l[0]) == r.stat.czxid && r.stat.czxid > 0,
+     "the fencing token is the node's czxid");
+  ok(r.stat.ephemeralOwner == zkr_session_id(a.s), "the node is ephemeral");
+  is(zkt_children_become(admin, sub(path, "locks"), 0, 5000), 1,
+     "the admission mutex was left");
+  is(zkr_lease_state_get(a.l[0]), ZKR_LOCK_HELD, "HELD");
+  is(zkr_semaphore_acquire(b.sem, 1, 5000, b.l), ZKR_OK, "B takes the 2nd");
+  is(zkr_semaphore_acquire(c.sem, 1, 0, c.l), ZKR_EWOULDBLOCK,
+     "C cannot take a 3rd (try once)");
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000),
+     "C's try left no lease");
+  is(zkt_children(admin, sub(path, "locks")), 0, "nor an admission node");
+  int64_t t0 = zkt_now_ms();
+  is(zkr_semaphore_acquire(c.sem, 1, 300, c.l), ZKR_ETIMEDOUT,
+     "C times out after 300 ms");
+  ok(zkt_now_ms() - t0 >= 290, "not before");
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000),
+     "its lease node is gone");
+  is(zkt_children(admin, sub(path, "locks")), 0, "and its admission node");
+
+  /* C waits inside the admission mutex; D waits for admission */
+  who d;
+  who_open(&d, path, 2, NULL);
+  start_async(&c, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 3, 5000),
+     "C is admitted and its lease node waits");
+  start_async(&d, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "locks"), 2, 5000),
+     "D queues for admission behind C");
+  zkr_participant *lp = NULL, *wp = NULL;
+  size_t nl = 0, nw = 0;
+  is(zkr_semaphore_participants(admin, path, 2, 5000, &lp, &nl, &wp, &nw),
+     ZKR_OK, "participants");
+  ok(nl == 3 && lp[0].is_holder && lp[1].is_holder && !lp[2].is_holder &&
+         lp[2].session_id == zkr_session_id(c.s),
+     "3 lease nodes: A and B hold, C's waits");
+  ok(nw == 2 && wp[0].is_holder && wp[0].session_id == zkr_session_id(c.s) &&
+         !wp[1].is_holder && wp[1].session_id == zkr_session_id(d.s),
+     "2 in the admission queue: C admitted, D waiting");
+  ok(lp && lp[0].data && strstr(lp[0].data, "pid="), "lease data: %s",
+     lp && lp[0].data ? lp[0].data : "?");
+  zkr_participants_free(lp, nl);
+  zkr_participants_free(wp, nw);
+  uint64_t dev = zkr__session_node_events(d.s);
+  uint64_t bev = zkr__session_node_events(b.s);
+  is(zkr_lease_release(a.l[0]), ZKR_OK, "A releases");
+  ok(zkt_wait_for(is_done, &c, 5000) && c.rc == ZKR_OK, "C gets the lease");
+  ok(zkt_wait_for(is_done, &d, 300) == 0, "D still waits (2 leases held)");
+  is(zkt_children(admin, sub(path, "leases")), 3,
+     "D's lease node waits inside the admission mutex");
+  is(zkr__session_node_events(b.s), bev, "B was not woken");
+  ok(zkr__session_node_events(d.s) - dev == 1,
+     "D was woken once (C left the admission mutex)");
+  dev = zkr__session_node_events(d.s);
+  is(zkr_lease_release(b.l[0]), ZKR_OK, "B releases");
+  ok(zkt_wait_for(is_done, &d, 5000) && d.rc == ZKR_OK, "D gets it");
+  is(zkr__session_node_events(d.s) - dev, 1, "woken once by B's release");
+  zkr_lease_release(c.l[0]);
+  zkr_lease_release(d.l[0]);
+  who_close(&a);
+  who_close(&b);
+  who_close(&c);
+  who_close(&d);
+  is(zkt_children(admin, sub(path, "leases")), 0, "nothing left");
+}
+
+static void test_many_and_cancel(void) {
+  const char *path = zkt_path("many");
+  who a, b;
+  who_open(&a, path, 3, NULL);
+  who_open(&b, path, 3, NULL);
+  is(zkr_semaphore_acquire(a.sem, 2, 5000, a.l), ZKR_OK, "A takes 2 of 3");
+  ok(zkr_lease_fencing_token(a.l[0]) != zkr_lease_fencing_token(a.l[1]),
+     "two leases, two tokens");
+  is(zkr_semaphore_acquire(b.sem, 2, 0, b.l), ZKR_EWOULDBLOCK,
+     "B cannot take 2 (try once)");
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000), "and left none");
+  start_async(&b, 2, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 4, 5000),
+     "B got one and waits for the other");
+  ok(!is_done(&b), "B waits");
+  is(zkr_lease_release(a.l[1]), ZKR_OK, "A gives one back");
+  ok(zkt_wait_for(is_done, &b, 5000) && b.rc == ZKR_OK, "B has both");
+  is(zkt_children(admin, sub(path, "leases")), 3, "3 leases held");
+  zkr_lease_release(b.l[0]);
+  zkr_lease_release(b.l[1]);
+  is(zkr_semaphore_acquire(b.sem, 3, 0, b.l), ZKR_EWOULDBLOCK,
+     "B cannot take 3 while A holds 1");
+  start_async(&b, 3, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 4, 5000),
+     "B waits with 2 got and a 3rd node waiting");
+  is(zkr_semaphore_cancel(b.sem), ZKR_OK, "cancel");
+  ok(zkt_wait_for(is_done, &b, 5000) && b.rc == ZKR_ECANCELED,
+     "B's acquisition ends: ZKR_ECANCELED");
+  ok(zkt_children_become(admin, sub(path, "leases"), 1, 5000),
+     "B's lease nodes are all gone");
+  ok(zkt_children_become(admin, sub(path, "locks"), 0, 5000),
+     "and its admission node");
+  zkr_lease_release(a.l[0]);
+  who_close(&a);
+  who_close(&b);
+}
+
+static int set_count(const char *path, int32_t v) {
+  char b[4] = {(char)((uint32_t)v >> 24), (char)((uint32_t)v >> 16),
+               (char)((uint32_t)v >> 8), (char)v};
+  return zkr__zk_set(admin, path, b, 4, -1, zkr__deadline(5000));
+}
+
+static void test_shared_count(void) {
+  const char *path = zkt_path("counted");
+  const char *cpath = zkt_path("counted-limit");
+  zkr_semaphore_opts *o = NULL;
+  zkr_semaphore_opts_new(&o);
+  zkr_semaphore_opts_set_count_path(o, cpath);
+  who a, b, c;
+  who_open(&a, path, 0, o);
+  who_open(&b, path, 0, o);
+  who_open(&c, path, 0, o);
+  is(zkr_semaphore_limit(a.sem), 0, "no limit read yet");
+  is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_ENONODE,
+     "no count node: ZKR_ENONODE");
+  is(zkt_children(admin, path), -1, "and nothing created");
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_create(admin, cpath, "abc", 3, 0, zkr__deadline(5000), &r);
+  zkr__result_clear(&r);
+  is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_EBADCOUNT,
+     "3 bytes: ZKR_EBADCOUNT");
+  is(set_count(cpath, 1), ZKR_OK, "the count is 1");
+  is(zkr_semaphore_acquire(a.sem, 2, 2000, a.l), ZKR_EINVAL,
+     "2 leases of a count of 1: ZKR_EINVAL");
+  is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_OK, "A takes the lease");
+  is(zkr_semaphore_limit(a.sem), 1, "A's limit is 1");
+  start_async(&b, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000), "B waits");
+  is(set_count(cpath, 2), ZKR_OK, "the count is raised to 2");
+  ok(zkt_wait_for(is_done, &b, 5000) && b.rc == ZKR_OK,
+     "B is admitted at once");
+  is(zkr_semaphore_limit(b.sem), 2, "B's limit is 2");
+  is(set_count(cpath, 1), ZKR_OK, "the count is lowered to 1");
+  start_async(&c, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 3, 5000), "C waits");
+  ok(zkt_wait_for(is_done, &c, 300) == 0, "C waits");
+  zkr_lease_release(a.l[0]);
+  ok(zkt_wait_for(is_done, &c, 500) == 0,
+     "one lease held, count 1: C still waits");
+  zkr_lease_release(b.l[0]);
+  ok(zkt_wait_for(is_done, &c, 5000) && c.rc == ZKR_OK, "none held: C gets it");
+  is(zkr_semaphore_limit(c.sem), 1, "C's limit is 1");
+  zkr_lease_release(c.l[0]);
+  zkr_semaphore_opts_free(o);
+  who_close(&a);
+  who_close(&b);
+  who_close(&c);
+}
+
+static void test_foreign(void) {
+  /* kazoo's layout: its limit in PATH's data, its leases right under PATH */
+  const char *path = zkt_path("kazoo-sem");
+  zkt_create_parents(admin, path, zkr__deadline(5000));
+  zkr__zk_set(admin, path, "3", 1, -1, zkr__deadline(5000));
+  who a;
+  who_open(&a, path, 3, NULL);
+  is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_EFOREIGN,
+     "a number in PATH's data (kazoo's limit): ZKR_EFOREIGN");
+  is(zkt_children(admin, path), 0, "nothing created");
+  who_close(&a);
+  path = zkt_path("kazoo-sem2");
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkt_create_parents(admin, sub(path, "0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+                     zkr__deadline(5000));
+  who_open(&a, path, 3, NULL);
+  is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_EFOREIGN,
+     "a lease node right under PATH (kazoo's): ZKR_EFOREIGN");
+  is(zkt_children(admin, path), 1, "nothing created");
+  ok(strstr(zkr_strerror(ZKR_EFOREIGN), "kazoo") != NULL, "%s",
+     zkr_strerror(ZKR_EFOREIGN));
+  who_close(&a);
+  /* a foreign child of leases/ counts */
+  path = zkt_path("foreign-lease");
+  zkt_create_parents(admin, sub(path, "leases/somebody-else"),
+                     zkr__deadline(5000));
+  who_open(&a, path, 1, NULL);
+  is(zkr_semaphore_acquire(a.sem, 1, 0, a.l), ZKR_EWOULDBLOCK,
+     "limit 1 and a foreign child in leases/: no lease");
+  zkr__zk_delete(admin, sub(path, "leases/somebody-else"), -1,
+                 zkr__deadline(5000));
+  is(zkr_semaphore_acquire(a.sem, 1, 0, a.l), ZKR_OK, "without it: a lease");
+  zkr_lease_release(a.l[0]);
+  who_close(&a);
+}
+
+static void test_expired_holder(void) {
+  const char *path = zkt_path("expire");
+  zkt_statelog lg;
+  zkt_statelog_init(&lg);
+  zkr_semaphore_opts *o = NULL;
+  zkr_semaphore_opts_new(&o);
+  zkr_semaphore_opts_set_state_fn(o, zkt_state_fn, &lg);
+  zkr_semaphore_opts_set_id(o, "holder-1");
+  zkr_session *hs = zkt_connect(hosts, 4000);
+  zkr_semaphore *h = NULL;
+  zkr_semaphore_new(&h, hs, path, 1, o);
+  zkr_semaphore_opts_free(o);
+  zkr_lease *hl = NULL;
+  is(zkr_semaphore_acquire(h, 1, 5000, &hl), ZKR_OK, "the holder has it");
+  const char *res = zkt_path("expire-resource");
+  zkt_create_parents(admin, res, zkr__deadline(5000));
+  is(zkr_lease_guarded_set(hl, res, "one", 3, -1, 5000), ZKR_OK,
+     "a guarded write while held");
+  who w;
+  who_open(&w, path, 1, NULL);
+  start_async(&w, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000),
+     "a waiter is admitted");
+  ok(zkt_expire(hosts, hs) == 0, "the holder's session is expired");
+  ok(zkt_wait_for(zkt_lost_seen, &lg, 10000), "its state callback says LOST");
+  is(zkr_lease_state_get(hl), ZKR_LOCK_LOST, "state LOST");
+  ok(zkt_wait_for(is_done, &w, 10000) && w.rc == ZKR_OK,
+     "the waiter gets the lease");
+  is(zkr_lease_guarded_set(hl, res, "two", 3, -1, 5000), ZKR_ENOTHELD,
+     "the lost holder's guarded write is refused");
+  is(zkr_lease_release(hl), ZKR_ELOCKLOST, "release reports the loss");
+  zkr_lease_release(w.l[0]);
+  who_close(&w);
+  zkr_semaphore_free(h);
+  zkr_session_close(hs);
+  is(zkt_children(admin, sub(path, "leases")), 0, "nothing left");
+}
+
+/* A blocking call from a callback, and freeing with leases held. */
+static zkr_semaphore *cb_sem;
+static int cb_rc = 1;
+static void cb_block(zkr_semaphore *sem, int rc, zkr_lease **l, int n,
+                     void *ud) {
+  (void)sem;
+  (void)rc;
+  (void)l;
+  (void)n;
+  zkr_lease *x;
+  cb_rc = zkr_semaphore_acquire(cb_sem, 1, 0, &x);
+  on_acquired(sem, rc, l, n, ud);
+}
+
+static void test_callback_and_free(void) {
+  const char *path = zkt_path("cb");
+  who a;
+  who_open(&a, path, 2, NULL);
+  cb_sem = a.sem;
+  a.done = 0;
+  is(zkr_semaphore_acquire_async(a.sem, 1, 5000, a.l, cb_block, &a), ZKR_OK,
+     "async");
+  ok(zkt_wait_for(is_done, &a, 5000) && a.rc == ZKR_OK, "acquired");
+  is(cb_rc, ZKR_EDEADLK, "a blocking acquire from its callback: EDEADLK");
+  start_async(&a, 1, -1);
+  ok(zkt_wait_for(is_done, &a, 5000) && a.rc == ZKR_OK, "a second lease");
+  zkr_semaphore_free(a.sem);
+  a.sem = NULL;
+  ok(zkt_wait_for(zkt_bg_idle, a.s, 5000), "deletions done");
+  is(zkt_children(admin, sub(path, "leases")), 0,
+     "freeing the semaphore released its leases");
+  who_close(&a);
+}
+
+int main(void) {
+  tap_init(300);
+  hosts = zkt_start(1);
+  zkt_root("t-semaphore");
+  admin = zkt_connect(hosts, 10000);
+  test_bad_input();
+  test_layout_and_limit();
+  test_many_and_cancel();
+  test_shared_count();
+  test_foreign();
+  test_expired_holder();
+  test_callback_and_free();
+  zkr_session_close(admin);
+  return tap_done();
+}
