@@ -76,6 +76,12 @@ static int below_two(int blockers, void *ctx) {
 static const zkr__qpolicy two_policy = {
     .name = "lease-", .holds = below_two, .wait = ZKR__QWAIT_CHILDREN};
 
+/* count_all: every other child counts, later or unnumbered ones too. */
+static const zkr__qpolicy count_all_policy = {.name = "lease-",
+                                              .holds = below_two,
+                                              .wait = ZKR__QWAIT_CHILDREN,
+                                              .count_all = 1};
+
 /* A reader-like rule: only "excl-" contenders block a "shared-" one. */
 static int is_excl(const char *name, void *ctx) {
   (void)ctx;
@@ -91,7 +97,10 @@ static const zkr__qpolicy requeue_policy = {.name = "latch-",
 
 static void test_policy_checks(void) {
   static const zkr__qpolicy bad = {.name = "x-", .holds = below_two};
+  static const zkr__qpolicy bad2 = {.name = "x-", .count_all = 1};
   zkr__queue *q = NULL;
+  is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad2, "", 0), ZKR_EINVAL,
+     "count_all with a nearest-blocker wait is refused");
   is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad, "", 0), ZKR_EINVAL,
      "a nearest-blocker wait with a custom hold rule is refused");
   is(zkr__queue_new(&q, admin, zkt_path("bad"), NULL, "", 0), ZKR_EINVAL,
@@ -99,6 +108,46 @@ static void test_policy_checks(void) {
 }
 
 /* ---- N > 1 with a children watch ---- */
+
+/* count_all: a node created after ours and a child without a sequence
+ * number both count against the limit (Curator's semaphore counts every
+ * child of leases/). */
+static void test_count_all(void) {
+  const char *path = zkt_path("count-all");
+  zkr_session *s = connect_s();
+  zkr__queue *a = mkq(s, path, &count_all_policy);
+  zkr__queue *b = mkq(s, path, &count_all_policy);
+  zkr__queue *c = mkq(s, path, &two_policy);
+  is(zkr__queue_start(a, -1, NULL, NULL), ZKR_OK, "a: start");
+  is(zkr__queue_wait(a), ZKR_OK, "a holds (1 of 2)");
+  char other[512];
+  snprintf(other, sizeof other, "%s/somebody-else", path);
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  is(zkr__zk_create(admin, other, "", 0, 0, zkr__deadline(5000), &r), ZKR_OK,
+     "a child without a sequence number");
+  zkr__result_clear(&r);
+  is(zkr__queue_start(b, 0, NULL, NULL), ZKR_OK, "b, try once: start");
+  is(zkr__queue_wait(b), ZKR_EWOULDBLOCK,
+     "b does not hold: the unnumbered child counts");
+  ok(zkt_children_become(admin, path, 2, 10000), "b left no node");
+  is(zkr__queue_start(c, 0, NULL, NULL), ZKR_OK, "without count_all, c: start");
+  is(zkr__queue_wait(c), ZKR_OK, "c holds: only numbered earlier ones count");
+  is(zkr__queue_start(b, -1, NULL, NULL), ZKR_OK, "b waits");
+  ok(zkt_children_become(admin, path, 4, 10000), "b's node is there");
+  zkr__queue_release(c);
+  usleep(200000);
+  is(zkr__queue_state(b), ZKR__Q_ACQUIRING,
+     "b still waits (a and the unnumbered child)");
+  zkr__zk_delete(admin, other, -1, zkr__deadline(5000));
+  ok(zkt_wait_for(q_held, b, 10000), "the unnumbered child gone: b holds");
+  zkr__queue_release(a);
+  zkr__queue_release(b);
+  zkr__queue_free(a);
+  zkr__queue_free(b);
+  zkr__queue_free(c);
+  zkr_session_close(s);
+}
 
 static void test_two_leases(void) {
   const char *path = zkt_path("two");
@@ -413,6 +462,7 @@ int main(void) {
   admin = connect_s();
   test_policy_checks();
   test_two_leases();
+  test_count_all();
   test_shared_and_exclusive();
   test_requeue();
   test_close_while_waiting();
