@@ -22,7 +22,10 @@
  *            server refuses) ends the attempt with that error)
  *           (lost reply: after reconnecting, look for "_c_<uuid>-" among
  *            the children and adopt it if its owner is our session)
- *   list    the children; the blockers before us by the policy are the
+ *   list    the children, sent right behind the create without waiting
+ *           for its reply (one round trip for both; the server handles a
+ *           session's requests in order, so the listing shows our node);
+ *           the blockers before us by the policy are the
  *           only nodes that can ever block us (later nodes get later
  *           numbers). Kept of the list: how many blockers there were and
  *           the names of the nearest two, so a waiter's memory does not
@@ -128,6 +131,7 @@ struct zkr__queue {
   int64_t czxid;
   uint64_t gen;         /* ZooKeeper session of our node */
   int create_unknown;   /* a create was sent whose outcome is unknown */
+  int list_sent;        /* the listing went out right behind the create */
   int create_gen_valid; /* create_unknown refers to generation gen */
   int parent_tries;
   int parent_err;    /* ZooKeeper error of an ancestor's create */
@@ -525,7 +529,7 @@ static int acquiring(zkr__queue *q) {
 /* sending requests */
 
 static void step_create(zkr__queue *q);
-static void step_list(zkr__queue *q);
+static int step_list(zkr__queue *q);
 static void step_watch(zkr__queue *q);
 static void step_adopt(zkr__queue *q);
 static void relist(zkr__queue *q);
@@ -602,17 +606,19 @@ static int set_watch(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
   return ZKR_OK;
 }
 
-/* Under mu: set_watch() with its outcome handled like end_request(). */
-static void watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
-                          char *path, zkr__watch_fn wfn, send_fn send,
-                          struct qctx *ec) {
+/* Under mu: set_watch() with its outcome handled like end_request().
+ * Returns 1 if the request was sent. */
+static int watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                         char *path, zkr__watch_fn wfn, send_fn send,
+                         struct qctx *ec) {
   int zrc = ZOK;
   if (set_watch(q, zh, kind, path, wfn, send, ec, &zrc) != ZKR_OK) {
     ctx_forget(q, ec);
     finish(q, ZKR_ENOMEM);
-  } else {
-    end_request(q, ec, zrc);
+    return 0;
   }
+  end_request(q, ec, zrc);
+  return zrc == ZOK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -690,6 +696,16 @@ static int create_error(zkr__queue *q, int rc) {
   return zkr__from_zk(rc);
 }
 
+/* Under mu: the create failed; the listing sent behind it is answered
+ * while we are not LISTING, so it is ignored: forget its watch too (a
+ * listing that failed set none on the server; finish() removes one that
+ * did). */
+static void drop_sent_list(zkr__queue *q) {
+  if (q->list_sent)
+    drop_watch(q, 0);
+  q->list_sent = 0;
+}
+
 static void create_cb(int rc, const char *value, const struct Stat *stat,
                       const void *data) {
   struct qctx *c = (struct qctx *)data;
@@ -712,24 +728,30 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
       finish(q, c->gen == q->fixed_gen ? ZKR_OK : ZKR_ELOCKLOST);
     } else {
       q->phase = Q_LISTING;
-      step_list(q);
+      if (!q->list_sent)
+        step_list(q);
+      /* else: its reply, which comes next, shows our node */
     }
-  } else if (rc == ZNONODE && q->parent_tries < 3 && q->parent_err == ZOK) {
-    q->create_unknown = 0;
-    step_parents(q);
-  } else if (zkr__retryable(rc)) {
-    /* The create may or may not have been applied: find it again by its
-     * prefix once the connection is back. */
-    q->create_unknown = 1;
-    q->create_gen_valid = 1;
-    q->gen = c->gen;
-    pause_for_connection(q);
-  } else if (transient(rc)) {
-    q->create_unknown = 0;
-    pause_for_connection(q); /* a new session will come (or CLOSED) */
+    q->list_sent = 0;
   } else {
-    q->create_unknown = 0;
-    finish(q, create_error(q, rc));
+    drop_sent_list(q);
+    if (rc == ZNONODE && q->parent_tries < 3 && q->parent_err == ZOK) {
+      q->create_unknown = 0;
+      step_parents(q);
+    } else if (zkr__retryable(rc)) {
+      /* The create may or may not have been applied: find it again by
+       * its prefix once the connection is back. */
+      q->create_unknown = 1;
+      q->create_gen_valid = 1;
+      q->gen = c->gen;
+      pause_for_connection(q);
+    } else if (transient(rc)) {
+      q->create_unknown = 0;
+      pause_for_connection(q); /* a new session will come (or CLOSED) */
+    } else {
+      q->create_unknown = 0;
+      finish(q, create_error(q, rc));
+    }
   }
   callback_exit(c);
 }
@@ -755,6 +777,16 @@ static void step_create(zkr__queue *q) {
                           create_cb, c);
     zkr__session_put_zh(q->s);
     end_request(q, c, rc);
+    /* Pipelined: the listing goes right behind the create, without
+     * waiting for its reply. The server handles one session's requests in
+     * order, so the listing shows our node; the client delivers the
+     * replies in order, so create_cb has named our node before list_cb
+     * reads the listing. If the create fails, the listing's reply comes
+     * while we are not LISTING and is ignored. One round trip per
+     * acquisition saved; a peer sees the same requests. */
+    q->list_sent = 0;
+    if (rc == ZOK && !q->fixed && q->phase == Q_CREATING && !q->waiting_conn)
+      q->list_sent = step_list(q);
   }
   free(path);
 }
@@ -939,22 +971,23 @@ static void children_watch_cb(zkr_session *s, int type, const char *path,
                               void *ctx);
 
 /* Under mu: list the children (with CHILDREN, setting the children watch
- * a waiter waits on, unless it only tries once). */
-static void step_list(zkr__queue *q) {
+ * a waiter waits on, unless it only tries once). Returns 1 if the request
+ * was sent. */
+static int step_list(zkr__queue *q) {
   zhandle_t *zh;
   struct qctx *c = begin_request(q, &zh);
   if (!c)
-    return;
+    return 0;
   if (q->pol->wait == ZKR__QWAIT_CHILDREN && !q->try_once &&
       !q->create_unknown && !q->adopting) {
     drop_watch(q, 0);
-    watch_request(q, zh, ZKR__WATCH_CHILD, zkr__strdup(q->parent),
-                  children_watch_cb, send_list_watch, c);
-    return;
+    return watch_request(q, zh, ZKR__WATCH_CHILD, zkr__strdup(q->parent),
+                         children_watch_cb, send_list_watch, c);
   }
   int rc = send_list(zh, q->parent, c);
   zkr__session_put_zh(q->s);
   end_request(q, c, rc);
+  return rc == ZOK;
 }
 
 /* Under mu: list the children again (one read) and carry on from what is
@@ -1124,6 +1157,7 @@ static void restart(zkr__queue *q) {
   clear_node(q);
   clear_preds(q);
   q->create_unknown = 0;
+  q->list_sent = 0;
   q->parent_tries = 0;
   q->phase = Q_CREATING;
   q->attempt++;
