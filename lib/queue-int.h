@@ -1,0 +1,155 @@
+/*
+ * The queue engine's private parts, shared by its two files: queue.c (the
+ * object, its references, the delivery of its callbacks, the session
+ * hook, the deadline and the API) and queue-steps.c (the requests of an
+ * acquisition and of a held node: create, adoption, listing, the hold
+ * decision, the watches, pauses and losses). Nothing outside the engine
+ * includes it; recipes use queue.h.
+ *
+ * Every function here is called under q->mu unless its comment in the
+ * defining file says otherwise.
+ */
+#ifndef ZKR_QUEUE_INT_H
+#define ZKR_QUEUE_INT_H
+
+#include "queue.h"
+
+typedef enum {
+  Q_IDLE,
+  Q_CREATING, /* create sent, or to be sent once connected */
+  Q_LISTING,
+  Q_WATCHING,
+  Q_HELD
+} qphase;
+
+/* An acquisition's result on its way to the user. */
+struct post {
+  zkr__event *ev;
+  zkr__queue *q;
+  zkr__queue_done_fn fn;
+  void *ud;
+  int rc;
+};
+
+/* State changes not yet delivered; more than this many pending (a user
+ * callback that blocks the event thread) merges the oldest that is not
+ * LOST into its successor. */
+#define STATE_RING 16
+
+struct zkr__queue {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs; /* under mu */
+  zkr_session *s;
+  char *parent;
+  const zkr__qpolicy *pol;
+  char *data;
+  int datalen;
+  uint64_t hook_id;
+  int freed;
+  int cb_running; /* a user callback runs */
+
+  /* the current acquisition, and its attempt (a new one after a loss) */
+  uint64_t acq;
+  uint64_t attempt;
+  int adopting; /* verifying a node found again after a lost reply */
+  /* A fixed node: EPHEMERAL, not sequential, named with a given sequence
+   * number, held as soon as it exists (a read-write lock's downgrade: the
+   * read node takes the held write node's number), and only in the
+   * ZooKeeper session @fixed_gen. */
+  int fixed;
+  int32_t fixed_seq;
+  uint64_t fixed_gen;
+  qphase phase;
+  int try_once;
+  char prefix[48]; /* "_c_<uuid>-" */
+  char *node;      /* our node's name */
+  char *node_path;
+  int32_t seq;
+  int64_t czxid;
+  uint64_t gen;         /* ZooKeeper session of our node */
+  int create_unknown;   /* a create was sent whose outcome is unknown */
+  int list_sent;        /* the listing went out right behind the create */
+  int create_gen_valid; /* create_unknown refers to generation gen */
+  int parent_tries;
+  int parent_err;    /* ZooKeeper error of an ancestor's create */
+  int waiting_conn;  /* paused until the session is connected again */
+  int relist_after;  /* the listing in flight is stale (CHILDREN) */
+  int npreds;        /* blockers at the last listing not yet seen gone */
+  char *pred1;       /* the nearest of them (NULL if npreds == 0) */
+  char *pred2;       /* the second nearest (NULL if npreds < 2) */
+  uint64_t watch_id; /* registry id of our one watch, 0 if none */
+  uint64_t list_seq; /* listings sent; only the last one's reply counts */
+  zkr__watch_kind watch_kind;
+  struct qctx *watch_ctx; /* its callback context, while registered */
+  char *watch_path;
+  int64_t deadline;
+  uint64_t timer_id;
+  struct qctx *timer_ctx;
+  struct post *dpost;  /* the result's way to the user, from start */
+  struct post *orphan; /* a result to deliver after unlocking */
+  int result;
+  int finished;
+
+  /* once held */
+  int watch_held; /* watch our own node while held (opt-in) */
+  zkr__qstate lstate;
+  zkr__queue_state_fn state_fn;
+  void *state_ud;
+  zkr__event *sev;  /* the state deliverer's event node */
+  int sev_queued;   /* sev is queued on the event thread */
+  int state_orphan; /* deliver states after unlocking */
+  zkr__qstate ring[STATE_RING];
+  int ring_head, ring_len;
+};
+
+/* Context of one asynchronous request. */
+struct qctx {
+  zkr__queue *q;
+  uint64_t acq; /* the acquisition (survives restarts of attempts) */
+  uint64_t attempt;
+  uint64_t gen;
+  uint64_t watch_id;
+  uint64_t list_seq; /* a listing: which one (only the last sent counts) */
+};
+
+/* Sends one request for a context, on the handle given. */
+typedef int (*send_fn)(zhandle_t *zh, const char *path, struct qctx *ec);
+
+/* ---- contexts and callbacks (queue.c) ---- */
+struct qctx *zkr__q_ctx_new(zkr__queue *q);
+void zkr__q_ctx_forget(zkr__queue *q, struct qctx *c);
+int zkr__q_callback_enter(struct qctx *c, qphase phase);
+void zkr__q_callback_exit(struct qctx *c);
+int zkr__q_transient(int zrc);
+
+/* ---- the node, the watch, the state (queue.c) ---- */
+void zkr__q_make_prefix(char *out, size_t len);
+void zkr__q_clear_preds(zkr__queue *q);
+void zkr__q_clear_node(zkr__queue *q);
+int zkr__q_set_node(zkr__queue *q, const char *name);
+void zkr__q_drop_watch(zkr__queue *q, int server);
+void zkr__q_watch_consumed(zkr__queue *q);
+void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st);
+void zkr__q_finish(zkr__queue *q, int rc);
+
+/* ---- sending requests (queue.c) ---- */
+void zkr__q_pause_for_connection(zkr__queue *q);
+struct qctx *zkr__q_begin_request(zkr__queue *q, zhandle_t **zh);
+void zkr__q_end_request(zkr__queue *q, struct qctx *c, int rc);
+int zkr__q_set_watch(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                     char *path, zkr__watch_fn wfn, send_fn send,
+                     struct qctx *ec, int *zrc);
+int zkr__q_watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                         char *path, zkr__watch_fn wfn, send_fn send,
+                         struct qctx *ec);
+
+/* ---- the steps (queue-steps.c) ---- */
+void zkr__q_step_create(zkr__queue *q);
+void zkr__q_relist(zkr__queue *q);
+void zkr__q_resume(zkr__queue *q);
+void zkr__q_restart(zkr__queue *q);
+void zkr__q_lose(zkr__queue *q);
+void zkr__q_arm_held_watch(zkr__queue *q);
+void zkr__q_verify_held(zkr__queue *q);
+#endif
