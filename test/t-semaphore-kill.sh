@@ -69,13 +69,13 @@ sem() { # sem PATH PERMITS ARGS...: a lockworker on the semaphore
 # --- (a) SIGKILL of a lease holder, limit 2 ---
 A=$root/a
 sem "$A" 2 --hold-forever --log "$tmp/a.log" >"$tmp/h1.out" 2>&1 &
-h1=$!; pids+=($h1)
+h1=$!; pids+=("$h1")
 sem "$A" 2 --hold-forever --log "$tmp/a.log" >"$tmp/h1b.out" 2>&1 &
-h1b=$!; pids+=($h1b)
+h1b=$!; pids+=("$h1b")
 wait_for 20 grep -q '^HELD' "$tmp/h1.out" && wait_for 20 grep -q '^HELD' "$tmp/h1b.out"
 ok $? "two holders take the two leases of $A"
 sem "$A" 2 --iterations 1 --hold-ms 1 --log "$tmp/a.log" >"$tmp/w1.out" 2>&1 &
-w1=$!; pids+=($w1)
+w1=$!; pids+=("$w1")
 # the waiter is admitted and counts three lease nodes, its own included
 wait_for 20 count_is "$A/leases" 3 && count_is "$A/locks" 1 && ! acq_of "$tmp/a.log" $w1
 ok $? "a third contender waits inside the admission mutex, its lease node the third"
@@ -90,14 +90,14 @@ kill -TERM $h1b
 # --- (b) SIGSTOP of a lease holder past its session timeout, limit 2 ---
 B=$root/b
 sem "$B" 2 --hold-forever --log "$tmp/b.log" >"$tmp/h2.out" 2>&1 &
-h2=$!; pids+=($h2)
+h2=$!; pids+=("$h2")
 sem "$B" 2 --hold-forever --log "$tmp/b.log" >"$tmp/h2b.out" 2>&1 &
-h2b=$!; pids+=($h2b)
+h2b=$!; pids+=("$h2b")
 wait_for 20 grep -q '^HELD' "$tmp/h2.out" && wait_for 20 grep -q '^HELD' "$tmp/h2b.out" &&
   wait_for 5 grep -q "^TOUCH $h2 " "$tmp/b.log"
 ok $? "two holders take the two leases of $B, touching the resource every 10 ms"
 sem "$B" 2 --iterations 1 --hold-ms 1500 --log "$tmp/b.log" >"$tmp/w2.out" 2>&1 &
-w2=$!; pids+=($w2)
+w2=$!; pids+=("$w2")
 wait_for 20 count_is "$B/leases" 3 && ! acq_of "$tmp/b.log" $w2
 ok $? "a third contender waits for a lease"
 kill -STOP $h2
@@ -126,15 +126,15 @@ kill -TERM $h2b
 # --- (c) a contender killed inside the admission mutex, limit 1 ---
 C=$root/c
 sem "$C" 1 --hold-forever --log "$tmp/c.log" >"$tmp/h3.out" 2>&1 &
-h3=$!; pids+=($h3)
+h3=$!; pids+=("$h3")
 wait_for 20 grep -q '^HELD' "$tmp/h3.out"
 ok $? "a holder takes the one lease of $C"
 sem "$C" 1 --iterations 1 --hold-ms 1 --log "$tmp/c.log" >"$tmp/c3.out" 2>&1 &
-c3=$!; pids+=($c3)
+c3=$!; pids+=("$c3")
 wait_for 20 pids_are "$C/leases" "$h3 $c3" && pids_are "$C/locks" "$c3"
 ok $? "a contender holds the admission mutex, its lease node waiting behind the holder's"
 sem "$C" 1 --iterations 1 --hold-ms 1 --log "$tmp/c.log" >"$tmp/w3.out" 2>&1 &
-w3=$!; pids+=($w3)
+w3=$!; pids+=("$w3")
 wait_for 20 pids_are "$C/locks" "$c3 $w3" && pids_are "$C/leases" "$h3 $c3"
 ok $? "a second contender queues for the admission mutex behind it"
 kill -9 $c3
