@@ -1,7 +1,8 @@
 /*
  * CuratorLock: one contending process for the zkr/Curator interoperability
  * tests, the Java twin of test/lockworker.c, using Apache Curator's
- * InterProcessMutex on the same lock path.
+ * InterProcessMutex (or InterProcessReadWriteLock, or
+ * InterProcessSemaphoreV2) on the same lock path.
  *
  *   java -cp DIR:JARS CuratorLock --servers HOSTS --path PATH [options]
  *     --iterations N      acquire/release N times (default 1)
@@ -28,7 +29,19 @@
  *                         same overlap check as lockworker's (a reader
  *                         creates FILE.r.<pid> and checks FILE.holder; a
  *                         writer creates FILE.holder and checks FILE.r.*);
- *                         ACQ lines end with R or W and the readers inside
+ *                         ACQ lines end with R or W and the readers inside.
+ *                         semaphore: InterProcessSemaphoreV2 with limit
+ *                         --permits, one lease per acquisition; with
+ *                         --resource, lockworker's check (create
+ *                         FILE.lease.<pid>, count FILE.lease.*: more than
+ *                         the limit is an overlap); ACQ/REL lines end with
+ *                         S, ACQ lines then give the leases inside; at exit
+ *                         "MAX n" on stdout and "MAX pid n" in --log. Held
+ *                         forever, the loss check runs right before each
+ *                         TOUCH (Curator's semaphore tells its holder
+ *                         nothing: a connection listener and a watch on the
+ *                         lease node do)
+ *     --permits N         the semaphore's limit (default 1)
  *     --wait-file FILE    (not in lockworker) connect first, print "READY"
  *                         on stdout, then wait until FILE exists before the
  *                         first acquire: the test starts the JVM early and
@@ -58,6 +71,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.CuratorWatcher;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.WatchedEvent;
@@ -101,8 +116,13 @@ public final class CuratorLock {
 
   /* how many "<base>.r.*" files are beside @res */
   private static int readersInside(String res) {
+    return filesInside(res, ".r.");
+  }
+
+  /* how many "<base><suffix>*" files are beside @res */
+  private static int filesInside(String res, String suffix) {
     Path p = Paths.get(res).toAbsolutePath();
-    String prefix = p.getFileName().toString() + ".r.";
+    String prefix = p.getFileName().toString() + suffix;
     try (Stream<Path> s = Files.list(p.getParent())) {
       return (int) s.filter(f -> f.getFileName().toString().startsWith(prefix))
           .count();
@@ -146,7 +166,7 @@ public final class CuratorLock {
         + " [--iterations N] [--hold-ms MS] [--timeout-ms MS]"
         + " [--session-ms MS] [--log FILE] [--resource FILE]"
         + " [--hold-forever] [--id TEXT] [--wait-file FILE]"
-        + " [--recipe mutex]");
+        + " [--recipe mutex|read|write|mixed|semaphore] [--permits N]");
     System.exit(64);
   }
 
@@ -175,10 +195,111 @@ public final class CuratorLock {
       lost = true;
   }
 
+  /* --recipe semaphore: @iterations acquisitions of one lease each (or one
+   * held forever); returns the exit status */
+  private static int runSemaphore(CuratorFramework client, String path,
+      int permits, String id, long iterations, long holdMs, long timeoutMs,
+      boolean forever, String logf, String res) throws Exception {
+    InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path,
+        permits);
+    if (id != null)
+      sem.setNodeData(id.getBytes(StandardCharsets.UTF_8));
+    Path mine = res == null ? null : Paths.get(res + ".lease." + pid());
+    int status = 0, maxInside = 0;
+    for (long it = 0; it < (forever ? 1 : iterations); it++) {
+      Lease lease;
+      try {
+        lease = timeoutMs < 0 ? sem.acquire()
+            : sem.acquire(timeoutMs, TimeUnit.MILLISECONDS);
+      } catch (Exception e) {
+        System.err.println("CuratorLock " + pid() + ": acquire: " + e);
+        status = 1;
+        break;
+      }
+      if (lease == null) {
+        System.err.println("CuratorLock " + pid() + ": acquire: timed out");
+        status = 1;
+        break;
+      }
+      /* getNodeName() is the lease node's name (or path) */
+      String node = lease.getNodeName();
+      if (!node.startsWith("/"))
+        node = path + "/leases/" + node;
+      long token = -1;
+      try {
+        Stat st = client.checkExists().forPath(node);
+        if (st != null)
+          token = st.getCzxid();
+      } catch (Exception e) {
+        /* token stays -1 */
+      }
+      int inside = 0;
+      boolean overlap = false;
+      if (mine != null) {
+        /* first announce, then count, as lockworker does */
+        try {
+          Files.createFile(mine);
+        } catch (FileAlreadyExistsException e) {
+          /* left from an earlier iteration: still ours */
+        }
+        inside = filesInside(res, ".lease.");
+        overlap = inside > permits;
+        maxInside = Math.max(maxInside, inside);
+      }
+      append(logf, "ACQ " + pid() + " " + seqOf(node) + " " + token + " "
+          + nowMs() + " S " + inside + "\n");
+      if (overlap) {
+        System.err.println("CuratorLock " + pid() + ": OVERLAP: " + inside
+            + " leases inside, limit " + permits);
+        status = 3;
+        break;
+      }
+      if (forever) {
+        System.out.println("HELD " + node + " " + token);
+        System.out.flush();
+        watchNode(client, node);
+        try (FileOutputStream out = logf == null ? null
+            : new FileOutputStream(logf, true)) {
+          for (;;) {
+            byte[] line = ("TOUCH " + pid() + " " + nowMs() + "\n")
+                .getBytes(StandardCharsets.US_ASCII);
+            if (lost) {
+              System.out.println("LOST");
+              System.out.flush();
+              append(logf, "LOST " + pid() + " " + nowMs() + "\n");
+              Runtime.getRuntime().halt(75);
+            }
+            if (out != null)
+              out.write(line);
+            Thread.sleep(10);
+          }
+        }
+      }
+      Thread.sleep(holdMs);
+      if (mine != null)
+        Files.deleteIfExists(mine);
+      append(logf, "REL " + pid() + " " + seqOf(node) + " " + token + " "
+          + nowMs() + " S\n");
+      try {
+        lease.close();
+      } catch (Exception e) {
+        System.err.println("CuratorLock: release: " + e);
+        status = 1;
+        break;
+      }
+    }
+    System.out.println("MAX " + maxInside);
+    System.out.flush();
+    append(logf, "MAX " + pid() + " " + maxInside + "\n");
+    client.close();
+    return status;
+  }
+
   public static void main(String[] argv) throws Exception {
     String servers = null, path = null, logf = null, res = null, id = null,
         waitFile = null;
-    long iterations = 1, holdMs = 10, timeoutMs = -1, sessionMs = 10000;
+    long iterations = 1, holdMs = 10, timeoutMs = -1, sessionMs = 10000,
+        permits = 1;
     boolean forever = false;
     String recipe = "mutex";
     for (int i = 0; i < argv.length; i++) {
@@ -201,13 +322,19 @@ public final class CuratorLock {
       case "--resource": res = v; break;
       case "--id": id = v; break;
       case "--wait-file": waitFile = v; break;
+      case "--permits":
+        permits = num(v);
+        if (permits < 1 || permits > Integer.MAX_VALUE)
+          usage();
+        break;
       case "--recipe":
-        /* the Curator recipe to contend with: InterProcessMutex; the
-         * read-write lock, the semaphore and the election add theirs */
+        /* the Curator recipe to contend with: InterProcessMutex,
+         * InterProcessReadWriteLock, InterProcessSemaphoreV2; the election
+         * adds its */
         if (!v.equals("mutex") && !v.equals("read") && !v.equals("write")
-            && !v.equals("mixed")) {
+            && !v.equals("mixed") && !v.equals("semaphore")) {
           System.err.println("CuratorLock: unknown recipe '" + v
-              + "' (known: mutex, read, write, mixed)");
+              + "' (known: mutex, read, write, mixed, semaphore)");
           System.exit(64);
         }
         recipe = v;
@@ -243,6 +370,9 @@ public final class CuratorLock {
       while (!Files.exists(go))
         Thread.sleep(5);
     }
+    if (recipe.equals("semaphore"))
+      System.exit(runSemaphore(client, path, (int) permits, id, iterations,
+          holdMs, timeoutMs, forever, logf, res));
     Mutex mutex = null;
     InterProcessReadWriteLock rw = null;
     if (recipe.equals("mutex"))

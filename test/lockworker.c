@@ -26,6 +26,22 @@
  *                         exists (either side sees an overlap). ACQ lines
  *                         end with R or W and the number of readers
  *                         inside, the caller's included.
+ *                         semaphore: the counting semaphore, one lease
+ *                         per acquisition, limit --permits. With
+ *                         --resource, a holder creates FILE.lease.<pid>,
+ *                         then counts the FILE.lease.* files: more than
+ *                         the limit is an overlap. ACQ and REL lines end
+ *                         with S; ACQ lines then give the leases inside,
+ *                         the caller's included, and at exit the worker
+ *                         prints "MAX n" (the most it saw inside) on
+ *                         stdout and appends "MAX pid n" to --log. Before
+ *                         each write to the resource (the lease file,
+ *                         each TOUCH) it checks its lease: while SUSPECT
+ *                         it waits, once LOST (zkr_lease_state_get() or
+ *                         the state callback, which also appends "STATE
+ *                         pid NAME t_ms" to --log) it prints "LOST" and
+ *                         exits 75 without writing.
+ *     --permits N         the semaphore's limit (default 1)
  * Exit: 0 done, 1 acquire failed, 3 overlap seen, 75 lock lost, 64 usage.
  */
 #include "config.h"
@@ -34,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,12 +81,12 @@ static int32_t seq_of(const char *node) {
   return n >= 10 ? (int32_t)strtol(node + n - 10, NULL, 10) : -1;
 }
 
-/* How many "<base>.r.*" files are in @res's directory. */
-static int readers_inside(const char *res) {
+/* How many "<base><suffix>*" files are in @res's directory. */
+static int files_inside(const char *res, const char *suffix) {
   char dirbuf[4096], basebuf[4096], prefix[4200];
   snprintf(dirbuf, sizeof dirbuf, "%s", res);
   snprintf(basebuf, sizeof basebuf, "%s", res);
-  snprintf(prefix, sizeof prefix, "%s.r.", basename(basebuf));
+  snprintf(prefix, sizeof prefix, "%s%s", basename(basebuf), suffix);
   DIR *d = opendir(dirname(dirbuf));
   if (!d)
     return -1;
@@ -82,18 +99,165 @@ static int readers_inside(const char *res) {
   return n;
 }
 
+static int readers_inside(const char *res) {
+  return files_inside(res, ".r.");
+}
+
+/* The semaphore's lease state as the state callback tells it. */
+static const char *state_log;
+static atomic_int lease_lost;
+
+static void on_lease_state(void *lease, zkr_lock_state st, void *ud) {
+  (void)lease;
+  (void)ud;
+  char line[200];
+  snprintf(line, sizeof line, "STATE %ld %s %lld\n", (long)getpid(),
+           zkr_lock_state_name(st), (long long)now_ms());
+  append(state_log, line);
+  if (st == ZKR_LOCK_LOST)
+    atomic_store(&lease_lost, 1);
+}
+
+/* May the holder of @l write to the resource now? 1: held; 0: lost.
+ * While the lease is SUSPECT (the connection dropped, or the session
+ * clock cannot vouch for the session) it waits for the session manager
+ * to decide either way. */
+static int lease_usable(zkr_lease *l) {
+  for (;;) {
+    zkr_lock_state st = zkr_lease_state_get(l);
+    if (atomic_load(&lease_lost) || st == ZKR_LOCK_LOST ||
+        st == ZKR_LOCK_UNLOCKED)
+      return 0;
+    if (st == ZKR_LOCK_HELD)
+      return 1;
+    usleep(10000);
+  }
+}
+
+/* --recipe semaphore: @iterations acquisitions of one lease each (or one
+ * held forever), the shared resource being the FILE.lease.* files and,
+ * held forever, the TOUCH lines. Returns the exit status. */
+static int run_semaphore(zkr_session *s, const char *path, int permits,
+                         const char *id, long iterations, long hold_ms,
+                         long timeout_ms, int forever, const char *logf,
+                         const char *res) {
+  zkr_semaphore_opts *so = NULL;
+  zkr_semaphore_opts_new(&so);
+  if (id)
+    zkr_semaphore_opts_set_id(so, id);
+  state_log = logf;
+  zkr_semaphore_opts_set_state_fn(so, on_lease_state, NULL);
+  zkr_semaphore *sem = NULL;
+  int rc = zkr_semaphore_new(&sem, s, path, permits, so);
+  zkr_semaphore_opts_free(so);
+  if (rc != ZKR_OK) {
+    fprintf(stderr, "lockworker: %s\n", zkr_strerror(rc));
+    return 1;
+  }
+  char mine[4200] = "", line[600], node[1200];
+  if (res)
+    snprintf(mine, sizeof mine, "%s.lease.%ld", res, (long)getpid());
+  int status = 0, max_inside = 0;
+  for (long it = 0; it < (forever ? 1 : iterations); it++) {
+    zkr_lease *lease = NULL;
+    atomic_store(&lease_lost, 0);
+    rc = zkr_semaphore_acquire(sem, 1, timeout_ms, &lease);
+    if (rc != ZKR_OK) {
+      fprintf(stderr, "lockworker %ld: acquire: %s\n", (long)getpid(),
+              zkr_strerror(rc));
+      status = 1;
+      break;
+    }
+    zkr_lease_node(lease, node, sizeof node);
+    int64_t token = zkr_lease_fencing_token(lease);
+    if (!lease_usable(lease)) {
+      printf("LOST\n");
+      snprintf(line, sizeof line, "LOST %ld %lld\n", (long)getpid(),
+               (long long)now_ms());
+      append(logf, line);
+      zkr_lease_release(lease);
+      status = 75;
+      break;
+    }
+    int overlap = 0, inside = 0;
+    if (res) {
+      /* first announce, then count: of any holders inside together, the
+       * last to announce sees them all */
+      int fd = open(mine, O_WRONLY | O_CREAT, 0644);
+      if (fd >= 0)
+        close(fd);
+      inside = files_inside(res, ".lease.");
+      overlap = inside > permits;
+      if (inside > max_inside)
+        max_inside = inside;
+    }
+    snprintf(line, sizeof line, "ACQ %ld %d %lld %lld S %d\n", (long)getpid(),
+             seq_of(node), (long long)token, (long long)now_ms(), inside);
+    append(logf, line);
+    if (overlap) {
+      fprintf(stderr, "lockworker %ld: OVERLAP: %d leases inside, limit %d\n",
+              (long)getpid(), inside, permits);
+      status = 3;
+      break;
+    }
+    if (forever) {
+      printf("HELD %s %lld\n", node, (long long)token);
+      int fd = logf ? open(logf, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+      for (;;) {
+        snprintf(line, sizeof line, "TOUCH %ld %lld\n", (long)getpid(),
+                 (long long)now_ms());
+        /* the check right before the write: a pause can still fall
+         * between the two (no check can close that window; a guarded
+         * write or a fencing token does), but it is a few instructions
+         * wide instead of a whole loop */
+        if (!lease_usable(lease)) {
+          printf("LOST\n");
+          snprintf(line, sizeof line, "LOST %ld %lld\n", (long)getpid(),
+                   (long long)now_ms());
+          append(logf, line);
+          return 75;
+        }
+        if (fd >= 0) {
+          ssize_t w = write(fd, line, strlen(line));
+          (void)w;
+        }
+        usleep(10000);
+      }
+    }
+    usleep((useconds_t)hold_ms * 1000);
+    if (res)
+      unlink(mine);
+    snprintf(line, sizeof line, "REL %ld %d %lld %lld S\n", (long)getpid(),
+             seq_of(node), (long long)token, (long long)now_ms());
+    append(logf, line);
+    rc = zkr_lease_release(lease);
+    if (rc != ZKR_OK) {
+      fprintf(stderr, "lockworker: release: %s\n", zkr_strerror(rc));
+      status = rc == ZKR_ELOCKLOST ? 75 : 1;
+      break;
+    }
+  }
+  printf("MAX %d\n", max_inside);
+  snprintf(line, sizeof line, "MAX %ld %d\n", (long)getpid(), max_inside);
+  append(logf, line);
+  zkr_semaphore_free(sem);
+  return status;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: lockworker --servers HOSTS --path PATH [--iterations"
                   " N] [--hold-ms MS] [--timeout-ms MS] [--session-ms MS] "
                   "[--log FILE] [--resource FILE] [--hold-forever] "
-                  "[--id TEXT] [--recipe mutex]\n");
+                  "[--id TEXT] [--recipe mutex|read|write|mixed|semaphore] "
+                  "[--permits N]\n");
   exit(64);
 }
 
 int main(int argc, char **argv) {
   const char *servers = NULL, *path = NULL, *logf = NULL, *res = NULL,
              *id = NULL;
-  long iterations = 1, hold_ms = 10, timeout_ms = -1, session_ms = 10000;
+  long iterations = 1, hold_ms = 10, timeout_ms = -1, session_ms = 10000,
+       permits = 1;
   int forever = 0;
   const char *recipe = "mutex";
   for (int i = 1; i < argc; i++) {
@@ -124,14 +288,22 @@ int main(int argc, char **argv) {
       res = v;
     else if (strcmp(a, "--id") == 0)
       id = v;
-    else if (strcmp(a, "--recipe") == 0) {
-      /* the recipe this worker contends with: the read-write lock, the
-       * semaphore and the election add theirs here */
+    else if (strcmp(a, "--permits") == 0) {
+      char *end;
+      permits = strtol(v, &end, 10);
+      if (*end || permits < 1 || permits > ZKR_SEMAPHORE_MAX) {
+        fprintf(stderr, "lockworker: bad --permits '%s'\n", v);
+        exit(64);
+      }
+    } else if (strcmp(a, "--recipe") == 0) {
+      /* the recipe this worker contends with: the election adds its
+       * here */
       if (strcmp(v, "mutex") != 0 && strcmp(v, "read") != 0 &&
-          strcmp(v, "write") != 0 && strcmp(v, "mixed") != 0) {
+          strcmp(v, "write") != 0 && strcmp(v, "mixed") != 0 &&
+          strcmp(v, "semaphore") != 0) {
         fprintf(stderr,
                 "lockworker: unknown recipe '%s' (known: mutex, read, "
-                "write, mixed)\n",
+                "write, mixed, semaphore)\n",
                 v);
         exit(64);
       }
@@ -152,6 +324,12 @@ int main(int argc, char **argv) {
   if (rc != ZKR_OK) {
     fprintf(stderr, "lockworker: connect: %s\n", zkr_strerror(rc));
     return 1;
+  }
+  if (strcmp(recipe, "semaphore") == 0) {
+    int st = run_semaphore(s, path, (int)permits, id, iterations, hold_ms,
+                           timeout_ms, forever, logf, res);
+    zkr_session_close(s);
+    return st;
   }
   zkr_mutex_opts *mo = NULL;
   zkr_mutex_opts_new(&mo);

@@ -153,7 +153,7 @@ check_log() {
 	END { if (!bad) print "ok" order }' "$1"
 }
 
-echo "1..28"
+echo "1..41"
 
 # ---------------------------------------------------------------- set-up
 t0=$SECONDS
@@ -490,6 +490,171 @@ maxin=$(awk '$1 == "ACQ" && $6 == "R" && $7 > m {m = $7} END {print m + 0}' "$d/
 [ $bad -eq 0 ] && [ "$acq" = 90 ] && [ "$(kz wait-count "$L" 0 10)" = 0 ]
 ok $? "6 mixed processes (3 zkr, 3 Curator): 90 acquisitions, no overlap seen by either side, at most $maxin readers inside at once, no node left"
 [ $bad -eq 0 ] || diag "$(sort "$d/rw.err" | uniq -c | head -5)"
+
+# ------------------------------------------- the counting semaphore
+# Curator's InterProcessSemaphoreV2 and zkr's semaphore share a path: one
+# admission mutex (PATH/locks), one set of lease nodes (PATH/leases), every
+# lease node counted by both.
+# sem_in_order LOG A B: A's first ACQ comes before B's, both present
+sem_in_order() {
+	awk -v a="$2" -v b="$3" '$1 == "ACQ" && $2 == a && !ia { ia = NR }
+		$1 == "ACQ" && $2 == b && !ib { ib = NR }
+		END { exit !(ia && ib && ia < ib) }' "$1"
+}
+S=/interop/sem-zkr-held
+zkr --path "$S" --recipe semaphore --permits 2 --hold-forever >"$d/sz1.out" 2>"$d/sz1.err" &
+sz1=$!
+zkr --path "$S" --recipe semaphore --permits 2 --hold-forever >"$d/sz2.out" 2>"$d/sz2.err" &
+sz2=$!
+pids+=("$sz1" "$sz2")
+wait_line "$d/sz1.out" '^HELD ' 10 && wait_line "$d/sz2.out" '^HELD ' 10
+ok $? "two zkr holders take both leases of $S (limit 2)"
+(cur --path "$S" --recipe semaphore --permits 2 --timeout-ms 1500) >/dev/null 2>"$d/sc1.err"
+r1=$?
+[ $r1 -eq 1 ] && grep -q 'timed out' "$d/sc1.err" &&
+	[ "$(kz wait-count "$S/leases" 2 5)" = 2 ] && [ "$(kz wait-count "$S/locks" 0 5)" = 0 ]
+ok $? "Curator, limit 2, counts zkr's two lease nodes as leases: it times out (exit $r1), leaving no node"
+(cur --path "$S" --recipe semaphore --permits 3 --timeout-ms 10000) >/dev/null 2>"$d/sc2.err"
+r2=$?
+[ $r2 -eq 0 ] && ! grep -q LOST "$d/sz1.out" "$d/sz2.out"
+ok $? "Curator, limit 3, gets a third lease beside them (exit $r2): it counted exactly two"
+stop "$sz1"
+stop "$sz2"
+
+S=/interop/sem-curator-held
+cur --path "$S" --recipe semaphore --permits 2 --hold-forever >"$d/sc3.out" 2>"$d/sc3.err" &
+sc3=$!
+cur --path "$S" --recipe semaphore --permits 2 --hold-forever >"$d/sc4.out" 2>"$d/sc4.err" &
+sc4=$!
+pids+=("$sc3" "$sc4")
+wait_line "$d/sc3.out" '^HELD ' 20 && wait_line "$d/sc4.out" '^HELD ' 20
+ok $? "two Curator holders take both leases of $S (limit 2)"
+(zkr --path "$S" --recipe semaphore --permits 2 --timeout-ms 1000) >/dev/null 2>"$d/sz3.err"
+r1=$?
+[ $r1 -eq 1 ] && [ "$(kz wait-count "$S/leases" 2 5)" = 2 ] && [ "$(kz wait-count "$S/locks" 0 5)" = 0 ]
+ok $? "zkr, limit 2, counts Curator's two lease nodes as leases: it times out (exit $r1), leaving no node"
+(zkr --path "$S" --recipe semaphore --permits 3 --timeout-ms 10000) >/dev/null 2>"$d/sz4.err"
+r2=$?
+[ $r2 -eq 0 ] && ! grep -q LOST "$d/sc3.out" "$d/sc4.out"
+ok $? "zkr, limit 3, gets a third lease beside them (exit $r2): it counted exactly two"
+stop "$sc3"
+stop "$sc4"
+
+# FIFO across implementations: a zkr and a Curator holder fill the limit
+# (2); a waiter of one kind is admitted and waits with its lease node, one
+# of the other kind queues for the admission mutex behind it; the holder
+# of the first kind goes (its session ends): the waiters get in in that
+# order. Once with zkr first, once with Curator first.
+# sem_fifo NAME FIRST(zkr|cur): sets fifo_ok, fifo_w1, fifo_w2
+sem_fifo() {
+	local S=/interop/sem-fifo-$1 log=$d/sf-$1.log k=(--recipe semaphore --permits 2)
+	local h1 h2 w1 w2 queued=0
+	fifo_ok=1 fifo_w1="" fifo_w2=""
+	# the holders: the one of the first waiter's kind ends with its session
+	if [ "$2" = zkr ]; then
+		zkr --path "$S" "${k[@]}" --hold-forever --session-ms 2000 >"$d/sf-$1-h1.out" 2>&1 &
+		h1=$!
+		cur --path "$S" "${k[@]}" --hold-forever >"$d/sf-$1-h2.out" 2>&1 &
+		h2=$!
+	else
+		cur --path "$S" "${k[@]}" --hold-forever --session-ms 2000 >"$d/sf-$1-h1.out" 2>&1 &
+		h1=$!
+		zkr --path "$S" "${k[@]}" --hold-forever >"$d/sf-$1-h2.out" 2>&1 &
+		h2=$!
+	fi
+	pids+=("$h1" "$h2")
+	# the Curator waiter's JVM starts now and queues on cue
+	cur --path "$S" "${k[@]}" --log "$log" --hold-ms 300 --wait-file "$d/go.sf-$1" \
+		>"$d/sf-$1-c.out" 2>"$d/sf-$1-c.err" &
+	local cw=$!
+	pids+=("$cw")
+	wait_line "$d/sf-$1-h1.out" '^HELD ' 20 && wait_line "$d/sf-$1-h2.out" '^HELD ' 20 &&
+		wait_line "$d/sf-$1-c.out" '^READY' 20 || return
+	local zw_start='zkr --path "$S" "${k[@]}" --log "$log" --hold-ms 300 >"$d/sf-$1-z.out" 2>"$d/sf-$1-z.err" &'
+	if [ "$2" = zkr ]; then
+		eval "$zw_start"
+		w1=$! w2=$cw
+		pids+=("$w1")
+	else
+		touch "$d/go.sf-$1"
+		w1=$cw
+	fi
+	# the first waiter is admitted: the third lease node, the only lock node
+	if [ "$(kz wait-count "$S/leases" 3 20)" = 3 ] && [ "$(kz wait-count "$S/locks" 1 5)" = 1 ]; then
+		if [ "$2" = zkr ]; then
+			touch "$d/go.sf-$1"
+		else
+			eval "$zw_start"
+			w2=$!
+			pids+=("$w2")
+		fi
+		# the second queues for the admission mutex and makes no lease node
+		[ "$(kz wait-count "$S/locks" 2 20)" = 2 ] && [ "$(kz count "$S/leases")" = 3 ] &&
+			[ ! -e "$log" ] && queued=1
+	fi
+	fifo_w1=$w1 fifo_w2=$w2
+	[ $queued = 1 ] || return
+	kill -TERM "$h1"
+	finish "$w1" 30 && finish "$w2" 30 && sem_in_order "$log" "$w1" "$w2" &&
+		! grep -q LOST "$d/sf-$1-h2.out" && fifo_ok=0
+	stop "$h1"
+	stop "$h2"
+}
+sem_fifo zc zkr
+ok $fifo_ok "zkr and Curator holders fill the limit; a zkr waiter admitted first, a Curator waiter queued behind it: after a release they get in in that order ($fifo_w1 then $fifo_w2)"
+[ "$(kz wait-count /interop/sem-fifo-zc/leases 0 15)" = 0 ] && [ "$(kz count /interop/sem-fifo-zc/locks)" = 0 ]
+ok $? "no node left under its leases/ or locks/"
+sem_fifo cz cur
+ok $fifo_ok "the same with a Curator waiter admitted first and a zkr waiter queued behind it ($fifo_w1 then $fifo_w2)"
+[ "$(kz wait-count /interop/sem-fifo-cz/leases 0 15)" = 0 ] && [ "$(kz count /interop/sem-fifo-cz/locks)" = 0 ]
+ok $? "no node left under its leases/ or locks/"
+
+# Mixed: 3 zkr and 3 Curator processes x 15 leases, limit 2, on one
+# resource: each holder announces itself and counts those inside.
+S=/interop/sem-mixed
+: >"$d/sm.log"
+sms=()
+for i in 1 2 3; do
+	zkr --path "$S" --recipe semaphore --permits 2 --iterations 15 --hold-ms 30 \
+		--log "$d/sm.log" --resource "$d/sm.res" --timeout-ms 60000 >/dev/null 2>>"$d/sm.err" &
+	sms+=($!)
+	pids+=($!)
+done
+szk=" ${sms[*]} "
+for i in 1 2 3; do
+	cur --path "$S" --recipe semaphore --permits 2 --iterations 15 --hold-ms 30 \
+		--log "$d/sm.log" --resource "$d/sm.res" --timeout-ms 60000 >/dev/null 2>>"$d/sm.err" &
+	sms+=($!)
+	pids+=($!)
+done
+t0=$SECONDS
+codes=
+bad=0
+for p in "${sms[@]}"; do
+	finish "$p" 120
+	rc=$?
+	codes="$codes $rc"
+	[ $rc -eq 0 ] || bad=1
+done
+acq=$(grep -c '^ACQ' "$d/sm.log")
+[ $bad -eq 0 ] && [ "$acq" = 90 ]
+ok $? "3 zkr + 3 Curator processes x 15 leases (limit 2) all exit 0, none seeing more than 2 inside (exits:$codes; $acq acquisitions, $((SECONDS - t0)) s)"
+[ $bad -eq 0 ] || diag "$(sort "$d/sm.err" | uniq -c | head -5)"
+# the counts the holders saw, and the log's ACQ..REL intervals (each holder
+# writes both while it holds): at most 2 deep, and how often a zkr and a
+# Curator holder were inside together
+maxin=$(awk '$1 == "ACQ" && $7 > m { m = $7 } END { print m + 0 }' "$d/sm.log")
+maxrep=$(awk '$1 == "MAX" && $3 > m { m = $3 } END { print m + 0 }' "$d/sm.log")
+read -r deep cross < <(awk -v z="$szk" '
+	$1 == "ACQ" { if (h[$2]) bad = 1; h[$2] = 1; n++; if (n > m) m = n
+		if (n == 2) { k = ""; for (p in h) k = k (index(z, " " p " ") ? "z" : "c"); if (k == "zc" || k == "cz") x++ } }
+	$1 == "REL" { if (!h[$2]) bad = 1; delete h[$2]; n-- }
+	END { print (bad ? "bad" : m + 0), x + 0 }' "$d/sm.log")
+[ "$maxin" = 2 ] && [ "$maxrep" = 2 ] && [ "$deep" = 2 ] && [ "${cross:-0}" -gt 0 ]
+ok $? "the limit is reached and never passed, across languages (most inside: $maxin by ACQ lines, $maxrep by the workers, $deep by the log; a zkr and a Curator holder together $cross times)"
+[ "$(kz wait-count "$S/leases" 0 10)" = 0 ] && [ "$(kz wait-count "$S/locks" 0 5)" = 0 ] &&
+	! ls "$d"/sm.res.lease.* >/dev/null 2>&1
+ok $? "no node left under leases/ or locks/, no holder left inside"
 
 diag "took $((SECONDS - t_start)) s"
 exit 0
