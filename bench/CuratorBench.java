@@ -1,7 +1,8 @@
 /*
  * CuratorBench: the Apache Curator worker of the zkr benchmark. Same command
  * line, modes, synchronisation files and output as bench/driver.c (read its
- * header comment), with Curator 5.4's InterProcessMutex:
+ * header comment), with Curator 5.4's InterProcessMutex (s5: its
+ * InterProcessReadWriteLock, s6: its InterProcessSemaphoreV2):
  *
  *   java -cp BUILD:JARS CuratorBench MODE --servers HOSTS --path PATH [...]
  *
@@ -29,6 +30,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.KeeperException;
 
@@ -157,6 +160,35 @@ public final class CuratorBench {
       m.release();
       sb.append("op ").append(reading ? 'R' : 'W').append(' ').append(treq)
           .append(' ').append(tacq).append(' ').append(trel).append('\n');
+    }
+    touch("done");
+    out.print(sb);
+    waitFor("end");
+    c.close();
+  }
+
+  /* s6: the counting semaphore (InterProcessSemaphoreV2) with limit
+   * leases, one lease per acquisition, held for holdUs */
+  static long limit = 2;
+
+  static void s6() throws Exception {
+    CuratorFramework c = connect();
+    InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path,
+                                                              (int) limit);
+    StringBuilder sb = new StringBuilder();
+    long end = window();
+    for (;;) {
+      long treq = System.nanoTime();
+      if (treq >= end)
+        break;
+      Lease lease = sem.acquire();
+      long tacq = System.nanoTime();
+      if (holdUs > 0)
+        sleepUntil(tacq + holdUs * 1000L);
+      long trel = System.nanoTime();
+      lease.close();
+      sb.append("acq ").append(treq).append(' ').append(tacq).append(' ')
+          .append(trel).append('\n');
     }
     touch("done");
     out.print(sb);
@@ -330,6 +362,7 @@ public final class CuratorBench {
       case "--session-ms": sessionMs = Long.parseLong(v); break;
       case "--read-permille": readPermille = Long.parseLong(v); break;
       case "--hold-us": holdUs = Long.parseLong(v); break;
+      case "--limit": limit = Long.parseLong(v); break;
       default: die("unknown option " + a);
       }
     }
@@ -342,6 +375,7 @@ public final class CuratorBench {
       case "s1": s1(); break;
       case "s2": s2(); break;
       case "s5": s5(); break;
+      case "s6": s6(); break;
       case "hold": hold(); break;
       case "herd": herd(); break;
       case "s4held": s4held(); break;

@@ -40,6 +40,13 @@ extern int (*const b_acquire_async)(block *l, b_done_fn fn, void *ud);
 extern int (*const b_rwlock_new)(bsess *s, const char *path, block **rd,
                                  block **wr);
 
+/* Optional: a counting semaphore on @path admitting @limit holders at once
+ * (Curator's InterProcessSemaphoreV2 protocol), as one block: b_acquire
+ * takes one lease, b_release gives it back, b_lock_free frees it. NULL when
+ * the back end has none (scenario S6 is then not run for it). */
+extern int (*const b_semaphore_new)(bsess *s, const char *path, int limit,
+                                    block **out);
+
 /* The number of children of @path (the sequence nodes of a lock), or -1. */
 int b_count_children(bsess *s, const char *path);
 

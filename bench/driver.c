@@ -24,6 +24,10 @@
  *           T0 + --duration-ms, each operation a read with probability
  *           --read-permille/1000 (default 900), else a write, held for
  *           --hold-us (default 0); output "op R|W T_REQ T_ACQ T_REL"
+ *   s6      the counting semaphore (back ends that have one), --limit
+ *           leases (default 2): from T0 until T0 + --duration-ms, take one
+ *           lease, hold it --hold-us (default 0), give it back; output
+ *           "acq T_REQ T_ACQ T_REL" per acquisition
  *   count   print the number of children of PATH
  *   now     print the monotonic clock in ns
  *
@@ -55,7 +59,7 @@
 
 static const char *o_servers, *o_path, *o_out, *o_sync, *o_locks;
 static const char *o_id = "0";
-static long o_read_permille = 900, o_hold_us = 0;
+static long o_read_permille = 900, o_hold_us = 0, o_limit = 2;
 static long o_cycles = 2000, o_duration_ms = 10000, o_warmup, o_sessions = 1,
             o_waiters = 1000, o_session_ms = 10000;
 
@@ -71,11 +75,11 @@ static void die(const char *fmt, ...) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: %s-bench s1|s2|s5|hold|herd|s4held|s4wait|count|now "
+          "usage: %s-bench s1|s2|s5|s6|hold|herd|s4held|s4wait|count|now "
           "--servers HOSTS --path PATH [--out FILE] [--sync DIR] [--id ID]\n"
           "  [--cycles N] [--duration-ms MS] [--warmup N] [--sessions K]\n"
           "  [--locks N,N...] [--waiters W] [--session-ms MS]\n"
-          "  [--read-permille N] [--hold-us US]\n",
+          "  [--read-permille N] [--hold-us US] [--limit N]\n",
           b_impl);
   exit(64);
 }
@@ -511,6 +515,53 @@ static int run_s5(void) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- s6 */
+
+static int run_s6(void) {
+  if (!b_semaphore_new)
+    die("s6: no semaphore in this back end");
+  bsess *s = connect_or_die();
+  block *l;
+  int rc = b_semaphore_new(s, o_path, (int)o_limit, &l);
+  if (rc)
+    die("semaphore: %s", b_strerror(rc));
+  size_t cap = 4096, n = 0;
+  int64_t *t = malloc(cap * 3 * sizeof *t);
+  if (!t)
+    die("out of memory");
+  int64_t end = window();
+  for (;;) {
+    int64_t treq = b_now_ns();
+    if (treq >= end)
+      break;
+    if ((rc = b_acquire(l)) != 0)
+      die("acquire: %s", b_strerror(rc));
+    int64_t tacq = b_now_ns();
+    sleep_ns(o_hold_us * 1000);
+    int64_t trel = b_now_ns();
+    if ((rc = b_release(l)) != 0)
+      die("release: %s", b_strerror(rc));
+    if (n == cap) {
+      cap *= 2;
+      if (!(t = realloc(t, cap * 3 * sizeof *t)))
+        die("out of memory");
+    }
+    t[3 * n] = treq;
+    t[3 * n + 1] = tacq;
+    t[3 * n + 2] = trel;
+    n++;
+  }
+  sync_touch("done");
+  for (size_t i = 0; i < n; i++)
+    fprintf(out, "acq %" PRId64 " %" PRId64 " %" PRId64 "\n", t[3 * i],
+            t[3 * i + 1], t[3 * i + 2]);
+  sync_wait("end");
+  b_lock_free(l);
+  b_close(s);
+  free(t);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -555,6 +606,8 @@ int main(int argc, char **argv) {
         o_read_permille = n;
       else if (!strcmp(a, "--hold-us"))
         o_hold_us = n;
+      else if (!strcmp(a, "--limit") && n >= 1)
+        o_limit = n;
       else
         usage();
     }
@@ -573,6 +626,8 @@ int main(int argc, char **argv) {
     rc = run_s2();
   else if (!strcmp(mode, "s5"))
     rc = run_s5();
+  else if (!strcmp(mode, "s6"))
+    rc = run_s6();
   else if (!strcmp(mode, "hold"))
     rc = run_hold();
   else if (!strcmp(mode, "herd"))

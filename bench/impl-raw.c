@@ -11,6 +11,18 @@
  *            watch fires (or list again at once if it is already gone)
  *   release: delete our node, without waiting for the reply
  *
+ * The semaphore (scenario S6) is Curator's InterProcessSemaphoreV2 protocol
+ * on the same chain, with limit N:
+ *
+ *   acquire: the lock above on PATH/locks (the admission mutex: create,
+ *            list, and exists+watch while queued); create
+ *            PATH/leases/lease- EPHEMERAL|SEQUENTIAL; then loop: list
+ *            PATH/leases with a watch (as Curator, on every listing); at
+ *            most N children, ours counted: held; else wait until the
+ *            watch fires and list again; then delete the admission node
+ *            (not waited for)
+ *   release: delete the lease node, without waiting for the reply
+ *
  * The parent is created once per lock object (persistent; NODEEXISTS is
  * fine). No retries, no reconnection handling, no wrap-around of sequence
  * numbers: a floor to measure against, not a lock to use.
@@ -50,6 +62,10 @@ struct block {
   int rc;
   b_done_fn fn; /* an asynchronous acquisition's callback */
   void *ud;
+  /* a semaphore's block: parent is PATH/leases, node our lease node */
+  int limit;    /* > 0 in a semaphore's block */
+  block *adm;   /* its admission mutex, a lock on PATH/locks */
+  int lwaiting; /* a watch on PATH/leases is awaited */
 };
 
 #define E_TIMEOUT 1 /* our own code: no connection in time */
@@ -123,6 +139,8 @@ int b_lock_new(bsess *s, const char *path, block **out) {
 }
 
 void b_lock_free(block *l) {
+  if (l->adm)
+    b_lock_free(l->adm);
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
   free(l->parent);
@@ -259,8 +277,10 @@ static int start(block *l, b_done_fn fn, void *ud) {
                      ZOO_EPHEMERAL | ZOO_SEQUENCE, create_cb, l);
 }
 
+static int sem_start(block *l);
+
 int b_acquire(block *l) {
-  int rc = start(l, NULL, NULL);
+  int rc = l->limit ? sem_start(l) : start(l, NULL, NULL);
   if (rc != ZOK)
     return rc;
   pthread_mutex_lock(&l->mu);
@@ -304,6 +324,108 @@ int b_release(block *l) {
   }
   return rc;
 }
+
+/* ---------------------------------------------------------------- S6 */
+
+static void lease_list(block *l);
+
+static void lease_watcher(zhandle_t *zh, int type, int state, const char *path,
+                          void *ctx) {
+  block *l = ctx;
+  (void)zh;
+  (void)type;
+  (void)state;
+  (void)path;
+  pthread_mutex_lock(&l->mu);
+  int go = l->lwaiting;
+  l->lwaiting = 0;
+  pthread_mutex_unlock(&l->mu);
+  if (go) /* else a watch left by an earlier listing that was enough */
+    lease_list(l);
+}
+
+static void lease_children_cb(int rc, const struct String_vector *v,
+                              const void *data) {
+  block *l = (block *)data;
+  if (rc != ZOK) {
+    finish(l, rc);
+    return;
+  }
+  if (v->count > l->limit) {
+    pthread_mutex_lock(&l->mu);
+    l->lwaiting = 1;
+    pthread_mutex_unlock(&l->mu);
+    return; /* lease_watcher lists again */
+  }
+  rc = b_release(l->adm); /* leave the admission mutex */
+  finish(l, rc);
+}
+
+static void lease_list(block *l) {
+  int rc = zoo_awget_children(l->s->zh, l->parent, lease_watcher, l,
+                              lease_children_cb, l);
+  if (rc != ZOK)
+    finish(l, rc);
+}
+
+static void lease_created(int rc, const char *value, const void *data) {
+  block *l = (block *)data;
+  if (rc != ZOK) {
+    b_release(l->adm);
+    finish(l, rc);
+    return;
+  }
+  snprintf(l->node, sizeof l->node, "%s", value);
+  lease_list(l);
+}
+
+static void admitted(void *ud, int rc) {
+  block *l = ud;
+  char prefix[1100];
+  if (rc == ZOK) {
+    snprintf(prefix, sizeof prefix, "%s/lease-", l->parent);
+    rc = zoo_acreate(l->s->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                     ZOO_EPHEMERAL | ZOO_SEQUENCE, lease_created, l);
+    if (rc != ZOK)
+      b_release(l->adm);
+  }
+  if (rc != ZOK)
+    finish(l, rc);
+}
+
+static int sem_start(block *l) {
+  int rc;
+  if (!l->parent_ok) {
+    if ((rc = make_parent(l)) != ZOK)
+      return rc;
+    l->parent_ok = 1;
+  }
+  l->done = 0;
+  l->fn = NULL;
+  l->lwaiting = 0;
+  return start(l->adm, admitted, l);
+}
+
+static int semaphore_new(bsess *s, const char *path, int limit, block **out) {
+  char p[1100];
+  block *l, *adm;
+  snprintf(p, sizeof p, "%s/leases", path);
+  int rc = b_lock_new(s, p, &l);
+  if (rc != ZOK)
+    return rc;
+  snprintf(p, sizeof p, "%s/locks", path);
+  if ((rc = b_lock_new(s, p, &adm)) != ZOK) {
+    b_lock_free(l);
+    return rc;
+  }
+  l->limit = limit;
+  l->adm = adm;
+  *out = l;
+  return 0;
+}
+
+int (*const b_semaphore_new)(bsess *, const char *, int,
+                             block **) = semaphore_new;
 
 const char *b_strerror(int rc) {
   return rc == E_TIMEOUT ? "no connection within 30 s" : zerror(rc);

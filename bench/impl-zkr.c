@@ -23,8 +23,10 @@ struct bsess {
 
 struct block {
   zkr_mutex *m;
-  zkr_rwlock *rw; /* set in the write half of a read-write lock */
-  int half;       /* a half: m belongs to a zkr_rwlock */
+  zkr_semaphore *sem; /* set in a semaphore's block (m is then NULL) */
+  zkr_lease *lease;   /* the semaphore's lease while held */
+  zkr_rwlock *rw;     /* set in the write half of a read-write lock */
+  int half;           /* a half: m belongs to a zkr_rwlock */
   b_done_fn fn;
   void *ud;
 };
@@ -74,15 +76,24 @@ int b_lock_new(bsess *b, const char *path, block **out) {
 }
 
 int b_acquire(block *l) {
+  if (l->sem)
+    return zkr_semaphore_acquire(l->sem, 1, -1, &l->lease);
   return zkr_mutex_acquire(l->m, -1);
 }
 
 int b_release(block *l) {
+  if (l->sem) {
+    zkr_lease *lease = l->lease;
+    l->lease = NULL;
+    return zkr_lease_release(lease);
+  }
   return zkr_mutex_release(l->m);
 }
 
 void b_lock_free(block *l) {
-  if (l->rw)
+  if (l->sem)
+    zkr_semaphore_free(l->sem);
+  else if (l->rw)
     zkr_rwlock_free(l->rw);
   else if (!l->half)
     zkr_mutex_free(l->m);
@@ -107,6 +118,22 @@ static int rwlock_new(bsess *b, const char *path, block **rd, block **wr) {
 
 int (*const b_rwlock_new)(bsess *, const char *, block **,
                           block **) = rwlock_new;
+
+static int semaphore_new(bsess *b, const char *path, int limit, block **out) {
+  block *l = calloc(1, sizeof *l);
+  if (!l)
+    return ZKR_ENOMEM;
+  int rc = zkr_semaphore_new(&l->sem, b->s, path, limit, NULL);
+  if (rc != ZKR_OK) {
+    free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+int (*const b_semaphore_new)(bsess *, const char *, int,
+                             block **) = semaphore_new;
 
 const char *b_strerror(int rc) {
   return zkr_strerror(rc);

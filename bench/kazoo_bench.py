@@ -2,7 +2,8 @@
 """kazoo_bench: the kazoo worker of the zkr benchmark.
 
 Same command line, modes, synchronisation files and output as
-bench/driver.c (read its header comment), with kazoo's Lock recipe:
+bench/driver.c (read its header comment), with kazoo's Lock recipe (s5:
+its ReadLock/WriteLock, s6: its Semaphore):
 
     /usr/bin/python3 kazoo_bench.py MODE --servers HOSTS --path PATH [...]
 
@@ -25,10 +26,10 @@ OPTS = {
     "servers": None, "path": None, "out": None, "sync": None, "id": "0",
     "locks": "1000,10000", "cycles": 2000, "duration-ms": 10000,
     "warmup": 0, "sessions": 1, "waiters": 1000, "session-ms": 10000,
-    "read-permille": 900, "hold-us": 0,
+    "read-permille": 900, "hold-us": 0, "limit": 2,
 }
 NUMERIC = ("cycles", "duration-ms", "warmup", "sessions", "waiters",
-           "session-ms", "read-permille", "hold-us")
+           "session-ms", "read-permille", "hold-us", "limit")
 # s5: kazoo 2.8's ReadLock can wait for a writer queued after it, which
 # waits for the reader (python-zk/kazoo #649): every acquisition is bounded
 # by this, and one that times out is written as "op K T_REQ -1 -1"
@@ -179,6 +180,35 @@ def s5(out):
     c.close()
 
 
+def s6(out):
+    """The counting semaphore: kazoo's Semaphore with max_leases --limit,
+    one lease per acquisition (its own layout: leases are the children of
+    PATH, its mutex a Lock at PATH-__lock__)."""
+    c = connect()
+    sem = c.Semaphore(OPTS["path"], max_leases=OPTS["limit"])
+    t = []
+    end = window()
+    hold_s = OPTS["hold-us"] / 1e6
+    while True:
+        treq = time.monotonic_ns()
+        if treq >= end:
+            break
+        if not sem.acquire():
+            die("s6: acquire returned False")
+        tacq = time.monotonic_ns()
+        if hold_s:
+            time.sleep(hold_s)
+        trel = time.monotonic_ns()
+        sem.release()
+        t.append((treq, tacq, trel))
+    touch("done")
+    for treq, tacq, trel in t:
+        out.write("acq %d %d %d\n" % (treq, tacq, trel))
+    wait_for("end")
+    c.stop()
+    c.close()
+
+
 def hold(out):
     c = connect()
     lock = c.Lock(OPTS["path"])
@@ -306,8 +336,8 @@ def main():
         OPTS[key] = int(v) if key in NUMERIC else v
     if OPTS["servers"] is None or OPTS["path"] is None:
         die("--servers and --path are required")
-    modes = {"s1": s1, "s2": s2, "s5": s5, "hold": hold, "herd": herd,
-             "s4held": s4held, "s4wait": s4wait}
+    modes = {"s1": s1, "s2": s2, "s5": s5, "s6": s6, "hold": hold,
+             "herd": herd, "s4held": s4held, "s4wait": s4wait}
     if mode not in modes:
         die("unknown mode " + mode)
     out = open(OPTS["out"], "w") if OPTS["out"] else sys.stdout
