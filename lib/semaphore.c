@@ -18,6 +18,12 @@
  * limit) and a retry timer. The semaphore's recursive mutex serialises
  * them with the API calls of other threads; the engine never calls back
  * with its own lock held, so the order is always semaphore, then queue.
+ *
+ * Lifetimes: the semaphore holds a reference on its session; every request,
+ * watch, timer and job in flight holds one on the semaphore, and so does
+ * every call that may run a user callback (which may free the semaphore);
+ * jobs name their acquisition by id, since it may have ended (and been
+ * freed) before the job runs.
  */
 #include "config.h"
 
