@@ -18,6 +18,12 @@
  * limit) and a retry timer. The semaphore's recursive mutex serialises
  * them with the API calls of other threads; the engine never calls back
  * with its own lock held, so the order is always semaphore, then queue.
+ *
+ * Lifetimes: the semaphore holds a reference on its session; every request,
+ * watch, timer and job in flight holds one on the semaphore, and so does
+ * every call that may run a user callback (which may free the semaphore);
+ * jobs name their acquisition by id, since it may have ended (and been
+ * freed) before the job runs.
  */
 #include "config.h"
 
@@ -47,6 +53,7 @@ struct zkr_lease {
 struct acq {
   zkr_semaphore *sem;
   struct acq *next;
+  uint64_t id; /* jobs find it by this, not by its address */
   aphase phase;
   int n, got;
   int try_once;
@@ -78,6 +85,7 @@ struct zkr_semaphore {
   zkr_lock_state_fn state_fn;
   void *state_ud;
   struct acq *acqs;
+  uint64_t next_acq_id;
   zkr_lease *handed;
   /* preparation: the layout check (once) and the first count read */
   int layout_ok;
@@ -88,6 +96,8 @@ struct zkr_semaphore {
   uint64_t retry_timer;
   /* the count follower */
   int count_state;   /* 0 unknown, 1 reading, 2 known */
+  int count_reread;  /* a read was lost with the connection: read again
+                        once it is back */
   int count_err;     /* the last read's zkr error (ZKR_OK when known) */
   int count_in_prep; /* the read in flight is the preparation's */
   uint64_t count_watch;
@@ -104,6 +114,8 @@ static void sem_unlock(zkr_semaphore *sem) {
 }
 
 static void sem_destroy(zkr_semaphore *sem) {
+  if (sem->s)
+    zkr__session_unref(sem->s);
   pthread_mutex_destroy(&sem->mu);
   pthread_cond_destroy(&sem->cv);
   free(sem->path);
@@ -127,11 +139,31 @@ static void sem_unref(zkr_semaphore *sem) {
     sem_destroy(sem);
 }
 
+/* Take mu and a reference for the length of a call that may run a user
+ * callback, which may free the semaphore (zkr_semaphore_free() from an
+ * acquisition's callback): the semaphore outlives the call. */
+static void sem_enter(zkr_semaphore *sem) {
+  sem_lock(sem);
+  sem_ref(sem);
+}
+static void sem_leave(zkr_semaphore *sem) {
+  sem_unlock(sem);
+  sem_unref(sem);
+}
+
 struct job {
   zkr_semaphore *sem;
-  struct acq *acq;
+  uint64_t acq_id; /* 0: none */
   void (*fn)(zkr_semaphore *sem, struct acq *acq);
 };
+
+/* Under mu: the acquisition @id if it is still under way. */
+static struct acq *acq_find(zkr_semaphore *sem, uint64_t id) {
+  for (struct acq *a = sem->acqs; a; a = a->next)
+    if (a->id == id)
+      return a;
+  return NULL;
+}
 
 static void job_teardown(zkr_semaphore *sem, struct acq *unused);
 
@@ -139,8 +171,13 @@ static void job_run(void *arg) {
   struct job *j = arg;
   zkr_semaphore *sem = j->sem;
   sem_lock(sem);
-  if (!sem->freeing || j->fn == job_teardown)
-    j->fn(sem, j->acq);
+  if (j->fn == job_teardown) {
+    j->fn(sem, NULL);
+  } else if (!sem->freeing) {
+    struct acq *a = j->acq_id ? acq_find(sem, j->acq_id) : NULL;
+    if (a || !j->acq_id)
+      j->fn(sem, a); /* (an acquisition that ended meanwhile: nothing) */
+  }
   sem_unlock(sem);
   free(j);
   sem_unref(sem);
@@ -154,7 +191,7 @@ static int post_job(zkr_semaphore *sem, struct acq *acq,
   if (!j)
     return ZKR_ENOMEM;
   j->sem = sem;
-  j->acq = acq;
+  j->acq_id = acq ? acq->id : 0;
   j->fn = fn;
   sem_ref(sem);
   int rc = zkr__session_post(sem->s, job_run, j);
@@ -237,6 +274,7 @@ static int lease_holds(int others, void *ctx) {
 /* ---- the count follower ---- */
 
 static int count_send(zkr_semaphore *sem);
+static int transient_zrc(int zrc);
 static void prep_step(zkr_semaphore *sem, struct acq *unused);
 static void reevaluate_all(zkr_semaphore *sem, struct acq *unused);
 
@@ -278,9 +316,15 @@ static void count_cb(int rc, const char *value, int len,
                        : (v > ZKR_SEMAPHORE_MAX ? ZKR_SEMAPHORE_MAX : (int)v));
     sem->count_state = 2;
     sem->count_err = ZKR_OK;
+    sem->count_reread = 0;
   } else {
     sem->count_state = 0;
     sem->count_err = rc == ZOK ? ZKR_EBADCOUNT : zkr__from_zk(rc);
+    /* lost with the connection (its watch too): read it again when the
+     * connection is back, else a waiter admitted now would never see a
+     * change (the preparation's own read is retried by the preparation) */
+    if (transient_zrc(rc) && !sem->count_in_prep)
+      sem->count_reread = 1;
     if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
       sem->count_watch = 0;
       sem->refs--; /* the watch's reference (mu held; ours remains) */
@@ -305,8 +349,9 @@ static int count_send(zkr_semaphore *sem) {
   zhandle_t *zh;
   uint64_t gen;
   if (zkr__session_get_zh(sem->s, &zh, &gen) != ZKR_OK) {
-    sem->count_state = 0; /* read again when an acquisition needs it */
+    sem->count_state = 0; /* read again when connected (count_hook) */
     sem->count_err = ZKR_ECONNLOSS;
+    sem->count_reread = 1;
     return 0;
   }
   if (!sem->count_watch) {
@@ -326,25 +371,32 @@ static int count_send(zkr_semaphore *sem) {
     sem->refs--;
     sem->count_state = 0;
     sem->count_err = ZKR_ECONNLOSS;
+    sem->count_reread = 1;
     return 0;
   }
   return 1;
 }
 
-/* A new ZooKeeper session has none of our watches: read the count again. */
+/* A new ZooKeeper session has none of our watches: read the count again.
+ * So after a reconnection (same session) if a read was lost with the
+ * connection. */
 static void count_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
                        void *ctx) {
   zkr_semaphore *sem = ctx;
   (void)s;
   (void)sid;
-  if (ev != ZKR_EV_CONNECTED)
+  if (ev != ZKR_EV_CONNECTED && ev != ZKR_EV_RECONNECTED)
     return;
   sem_lock(sem);
-  if (!sem->freeing && sem->count_state == 2 && !sem->prep_busy) {
-    if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
+  if (!sem->freeing && !sem->prep_busy &&
+      (sem->count_reread ||
+       (ev == ZKR_EV_CONNECTED && sem->count_state == 2))) {
+    if (ev == ZKR_EV_CONNECTED && sem->count_watch &&
+        zkr__watch_unlink(sem->s, sem->count_watch)) {
       sem->count_watch = 0;
       sem->refs--;
     }
+    sem->count_reread = 0;
     (void)count_send(sem);
   }
   sem_unlock(sem);
@@ -436,8 +488,14 @@ static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
 
 static void lease_done(zkr__queue *q, int rc, void *ud);
 
-/* Under mu, event thread: take the next lease, or end when all are got. */
+/* Under mu, event thread: take the next lease, or end when all are got.
+ * A cancel asked meanwhile ends it (the cancel could not stop a lease
+ * whose grant was already on its way). */
 static void next_lease(zkr_semaphore *sem, struct acq *a) {
+  if (a->cancel) {
+    acq_finish(sem, a, ZKR_ECANCELED);
+    return;
+  }
   if (a->got == a->n) {
     acq_finish(sem, a, ZKR_OK);
     return;
@@ -466,7 +524,7 @@ static void lease_done(zkr__queue *q, int rc, void *ud) {
   struct acq *a = ud;
   zkr_semaphore *sem = a->sem;
   (void)q;
-  sem_lock(sem);
+  sem_enter(sem);
   if (a->phase == A_LEASE) {
     if (a->restarting && !a->cancel &&
         (rc == ZKR_OK || rc == ZKR_ECANCELED || rc == ZKR_ELOCKLOST)) {
@@ -485,26 +543,31 @@ static void lease_done(zkr__queue *q, int rc, void *ud) {
       acq_finish(sem, a, rc);
     }
   }
-  sem_unlock(sem);
+  sem_leave(sem);
 }
 
 static void adm_done(zkr__queue *q, int rc, void *ud) {
   struct acq *a = ud;
   zkr_semaphore *sem = a->sem;
-  (void)q;
-  sem_lock(sem);
+  sem_enter(sem);
   if (a->phase == A_ADMIT) {
     if (rc != ZKR_OK) {
       acq_finish(sem, a, rc);
     } else if (a->cancel) {
       a->phase = A_LEASE; /* so that the admission node is released */
       acq_finish(sem, a, ZKR_ECANCELED);
+    } else if (zkr__queue_state(q) == ZKR__Q_LOST) {
+      /* admitted, but the node went with its session before we heard
+       * (its LOST came while we were not yet admitted): queue again, or
+       * the leases would be waited for outside the admission mutex */
+      zkr__queue_release(q);
+      acq_kick(sem, a);
     } else {
       a->phase = A_LEASE;
       next_lease(sem, a);
     }
   }
-  sem_unlock(sem);
+  sem_leave(sem);
 }
 
 /* The admission node's state, while admitted: a loss starts over. */
@@ -514,25 +577,25 @@ static void adm_state(zkr__queue *q, zkr__qstate st, void *ud) {
   (void)q;
   if (st != ZKR__Q_LOST)
     return;
-  sem_lock(sem);
+  sem_enter(sem);
   acq_restart(sem, a);
-  sem_unlock(sem);
+  sem_leave(sem);
 }
 
 static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_lease *l = ud;
   zkr_semaphore *sem = l->sem;
   (void)q;
-  sem_lock(sem);
+  sem_enter(sem);
   if (l->acq) {
     if (st == ZKR__Q_LOST)
       acq_restart(sem, l->acq); /* a lease got so far is gone */
-    sem_unlock(sem);
+    sem_leave(sem);
     return;
   }
   zkr_lock_state_fn fn = sem->state_fn;
   void *fud = sem->state_ud;
-  sem_unlock(sem);
+  sem_leave(sem);
   if (fn)
     fn(l, zkr__lock_state_of(st), fud);
 }
@@ -571,18 +634,14 @@ static void job_kick(zkr_semaphore *sem, struct acq *a) {
 }
 
 static void job_cancel(zkr_semaphore *sem, struct acq *a) {
-  (void)sem;
-  for (struct acq *x = sem->acqs; x; x = x->next)
-    if (x == a) {
-      a->cancel = 1;
-      if (a->phase == A_PREP)
-        acq_finish(sem, a, ZKR_ECANCELED);
-      else if (a->phase == A_ADMIT)
-        zkr__queue_cancel(a->adm);
-      else if (a->phase == A_LEASE)
-        zkr__queue_cancel(a->tmp[a->got]->q);
-      return;
-    }
+  a->cancel = 1;
+  if (a->phase == A_PREP)
+    acq_finish(sem, a, ZKR_ECANCELED);
+  else if (a->phase == A_ADMIT)
+    zkr__queue_cancel(a->adm);
+  else if (a->phase == A_LEASE)
+    zkr__queue_cancel(a->tmp[a->got]->q); /* (if the lease was granted
+                                             already, next_lease() ends it) */
 }
 
 static void reevaluate_all(zkr_semaphore *sem, struct acq *unused) {
@@ -650,6 +709,12 @@ static void retry_fired(void *arg) {
  * (ZKR_OK: they go on), or, for a transient @rc, those whose deadline
  * passed end and the others wait for a retry. */
 static void prep_settle(zkr_semaphore *sem, int rc) {
+  zkr_session_state st = zkr_session_state_get(sem->s);
+  if (rc != ZKR_OK && st == ZKR_STATE_CLOSED)
+    rc = ZKR_ECLOSED; /* (a request failed with ZCLOSING) */
+  else if (rc == ZKR_ECONNLOSS && st == ZKR_STATE_LOST &&
+           !zkr__session_renews(sem->s))
+    rc = ZKR_ESESSIONLOST; /* no session will come to retry in */
   int retry = 0;
   struct acq *a = sem->acqs;
   while (a) {
@@ -672,10 +737,15 @@ static void prep_settle(zkr_semaphore *sem, int rc) {
     uint64_t id = 0;
     sem_ref(sem);
     if (zkr__timer_add(sem->s, zkr__now_ms() + 200, retry_fired, sem, &id) ==
-        ZKR_OK)
+        ZKR_OK) {
       sem->retry_timer = id;
-    else
+    } else {
       sem->refs--;
+      /* nothing would drive them: end them now */
+      prep_settle(sem, zkr_session_state_get(sem->s) == ZKR_STATE_CLOSED
+                           ? ZKR_ECLOSED
+                           : ZKR_ENOMEM);
+    }
   }
 }
 
@@ -720,9 +790,7 @@ static void prep_step(zkr_semaphore *sem, struct acq *unused) {
   zhandle_t *zh;
   uint64_t gen;
   if (zkr__session_get_zh(sem->s, &zh, &gen) != ZKR_OK) {
-    prep_settle(sem, zkr_session_state_get(sem->s) == ZKR_STATE_CLOSED
-                         ? ZKR_ECLOSED
-                         : ZKR_ECONNLOSS);
+    prep_settle(sem, ZKR_ECONNLOSS); /* (ECLOSED once closed) */
     return;
   }
   sem->prep_busy = 1;
@@ -781,6 +849,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   zkr__cond_init(&sem->cv);
   sem->refs = 1;
   sem->s = s;
+  zkr__session_ref(s); /* used until the semaphore is freed, also after the
+                          session is closed */
   sem->path = zkr__strdup(path);
   sem->locks = zkr__path_join(path, "locks");
   sem->leases = zkr__path_join(path, "leases");
@@ -870,18 +940,19 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->ud = ud;
   a->blocking = blocking;
   a->phase = A_PREP;
-  sem_lock(sem);
+  sem_enter(sem);
+  a->id = ++sem->next_acq_id;
   a->next = sem->acqs;
   sem->acqs = a;
   rc = post_job(sem, a, job_kick);
   if (rc != ZKR_OK) {
     acq_unlink(sem, a);
-    sem_unlock(sem);
+    sem_leave(sem);
     acq_free(a);
     return rc;
   }
   *out = a;
-  sem_unlock(sem);
+  sem_leave(sem);
   return ZKR_OK;
 }
 
@@ -915,14 +986,16 @@ int zkr_semaphore_cancel(zkr_semaphore *sem) {
   if (!sem)
     return ZKR_EINVAL;
   int rc = ZKR_ENOTHELD;
-  sem_lock(sem);
-  for (struct acq *a = sem->acqs; a; a = a->next)
+  sem_enter(sem);
+  for (struct acq *a = sem->acqs, *next; a; a = next) {
+    next = a->next; /* (a job run inline, the session closed, may end a) */
     if (a->phase != A_END && !a->cancel) {
       a->cancel = 1;
       if (post_job(sem, a, job_cancel) == ZKR_OK)
         rc = ZKR_OK;
     }
-  sem_unlock(sem);
+  }
+  sem_leave(sem);
   return rc;
 }
 

@@ -29,13 +29,18 @@ typedef struct who {
   int done, rc;
 } who;
 
-static void who_open(who *w, const char *path, int limit,
-                     const zkr_semaphore_opts *o) {
+static void who_open_t(who *w, const char *path, int limit,
+                       const zkr_semaphore_opts *o, int session_ms) {
   memset(w, 0, sizeof *w);
   pthread_mutex_init(&w->mu, NULL);
-  w->s = zkt_connect(hosts, 10000);
+  w->s = zkt_connect(hosts, session_ms);
   if (zkr_semaphore_new(&w->sem, w->s, path, limit, o) != ZKR_OK)
     tap_bail("zkr_semaphore_new");
+}
+
+static void who_open(who *w, const char *path, int limit,
+                     const zkr_semaphore_opts *o) {
+  who_open_t(w, path, limit, o, 10000);
 }
 
 static void who_close(who *w) {
@@ -70,6 +75,20 @@ static void start_async(who *w, int n, int64_t timeout_ms) {
   if (zkr_semaphore_acquire_async(w->sem, n, timeout_ms, w->l, on_acquired,
                                   w) != ZKR_OK)
     tap_bail("acquire_async");
+}
+
+struct node_events {
+  zkr_session *s;
+  uint64_t want;
+};
+static int node_events_reached(void *arg) {
+  struct node_events *w = arg;
+  return zkr__session_node_events(w->s) >= w->want;
+}
+static int zkt_wait_for_node_events(zkr_session *s, uint64_t want,
+                                    int64_t timeout_ms) {
+  struct node_events w = {s, want};
+  return zkt_wait_for(node_events_reached, &w, timeout_ms);
 }
 
 static char *sub(const char *path, const char *child) {
@@ -402,6 +421,209 @@ static void test_callback_and_free(void) {
   who_close(&a);
 }
 
+/* Freeing the semaphore from its own acquisition's callback: the
+ * semaphore must outlive the callback's caller (ASan saw the caller
+ * unlock a freed mutex). */
+static void cb_free(zkr_semaphore *sem, int rc, zkr_lease **l, int n,
+                    void *ud) {
+  (void)l;
+  (void)n;
+  zkr_semaphore_free(sem);
+  on_acquired(sem, rc, l, n, ud);
+}
+
+static void test_free_in_callback(void) {
+  const char *path = zkt_path("free-in-cb");
+  who a;
+  who_open(&a, path, 1, NULL);
+  a.done = 0;
+  is(zkr_semaphore_acquire_async(a.sem, 1, 5000, a.l, cb_free, &a), ZKR_OK,
+     "async, freeing the semaphore from its callback");
+  ok(zkt_wait_for(is_done, &a, 5000) && a.rc == ZKR_OK,
+     "the callback ran and freed it");
+  a.sem = NULL;
+  ok(zkt_wait_for(zkt_bg_idle, a.s, 5000), "deletions done");
+  is(zkt_children(admin, sub(path, "leases")), 0, "its lease was released");
+  /* and while another acquisition of it waits */
+  who h, b;
+  who_open(&h, path, 1, NULL);
+  who_open(&b, path, 1, NULL);
+  is(zkr_semaphore_acquire(h.sem, 1, 5000, h.l), ZKR_OK, "H holds");
+  start_async(&b, 1, -1); /* B waits admitted */
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000), "B waits");
+  zkr_semaphore_free(b.sem); /* B's pending acquisition ends, no callback */
+  b.sem = NULL;
+  ok(zkt_children_become(admin, sub(path, "leases"), 1, 5000) &&
+         zkt_children_become(admin, sub(path, "locks"), 0, 5000),
+     "freeing a semaphore with a pending acquisition deletes its nodes");
+  ok(!is_done(&b), "and does not call its callback");
+  zkr_lease_release(h.l[0]);
+  who_close(&h);
+  who_close(&b);
+  who_close(&a);
+}
+
+/* Closing the session before freeing the semaphore: the semaphore keeps
+ * a reference on it (ASan saw zkr_semaphore_free() use the freed
+ * session). */
+static void test_close_then_free(void) {
+  const char *path = zkt_path("close-then-free");
+  zkr_session *x = zkt_connect(hosts, 10000);
+  zkr_semaphore *sem = NULL;
+  is(zkr_semaphore_new(&sem, x, path, 1, NULL), ZKR_OK, "a semaphore");
+  zkr_semaphore_opts *o = NULL;
+  zkr_semaphore_opts_new(&o);
+  zkr_semaphore_opts_set_count_path(o, zkt_path("close-then-free-count"));
+  zkr_semaphore *counted = NULL;
+  is(zkr_semaphore_new(&counted, x, path, 0, o), ZKR_OK,
+     "and one with a shared count");
+  zkr_semaphore_opts_free(o);
+  is(zkr_session_close(x), ZKR_OK, "the session is closed first");
+  zkr_lease *l = NULL;
+  is(zkr_semaphore_acquire(sem, 1, 1000, &l), ZKR_ECLOSED,
+     "an acquisition on it: ZKR_ECLOSED");
+  zkr_semaphore_free(sem);
+  zkr_semaphore_free(counted);
+  ok(1, "then the semaphores are freed");
+}
+
+/* Closing the session while acquisitions wait, admitted and for
+ * admission: both end with ZKR_ECLOSED. */
+static void test_close_while_waiting(void) {
+  const char *path = zkt_path("close-waiting");
+  who h, x;
+  who_open(&h, path, 1, NULL);
+  who_open(&x, path, 1, NULL);
+  who y = x; /* a second semaphore object on x's session */
+  pthread_mutex_init(&y.mu, NULL);
+  zkr_semaphore_new(&y.sem, x.s, path, 1, NULL);
+  is(zkr_semaphore_acquire(h.sem, 1, 5000, h.l), ZKR_OK, "H holds");
+  start_async(&x, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000),
+     "one waits admitted");
+  start_async(&y, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "locks"), 2, 5000),
+     "another waits for admission");
+  is(zkr_session_close(x.s), ZKR_OK, "their session is closed");
+  ok(zkt_wait_for(is_done, &x, 5000) && x.rc == ZKR_ECLOSED,
+     "the admitted one ends with ZKR_ECLOSED");
+  ok(zkt_wait_for(is_done, &y, 5000) && y.rc == ZKR_ECLOSED,
+     "the one waiting for admission too");
+  ok(zkt_children_become(admin, sub(path, "locks"), 0, 10000) &&
+         zkt_children_become(admin, sub(path, "leases"), 1, 10000),
+     "their nodes went with the session");
+  zkr_semaphore_free(x.sem);
+  zkr_semaphore_free(y.sem);
+  pthread_mutex_destroy(&x.mu);
+  pthread_mutex_destroy(&y.mu);
+  zkr_lease_release(h.l[0]);
+  who_close(&h);
+}
+
+/* A lost session while admitted: the acquisition starts over in the new
+ * session and gets its lease once one is free. */
+static void test_lost_while_admitted(void) {
+  const char *path = zkt_path("lost-admitted");
+  who h, b;
+  who_open(&h, path, 1, NULL);
+  /* a short session: it notices the expiry sooner (zkt_expire waits 5 s
+   * for that; a 10 s session under load took longer once) */
+  who_open_t(&b, path, 1, NULL, 4000);
+  is(zkr_semaphore_acquire(h.sem, 1, 5000, h.l), ZKR_OK, "H holds");
+  start_async(&b, 1, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 5000),
+     "B waits admitted");
+  int64_t old = zkr_session_id(b.s);
+  ok(zkt_expire(hosts, b.s) == 0, "B's session is expired");
+  ok(zkt_wait_for(zkt_bg_idle, b.s, 10000), "B settles");
+  int64_t now = 0;
+  for (int i = 0; i < 500 && (now == 0 || now == old); i++) {
+    now = zkr_session_id(b.s);
+    usleep(10000);
+  }
+  ok(now != 0 && now != old, "B has a new session");
+  ok(zkt_children_become(admin, sub(path, "leases"), 2, 10000) &&
+         zkt_children_become(admin, sub(path, "locks"), 1, 10000),
+     "B waits admitted again, with new nodes");
+  ok(!is_done(&b), "B still waits");
+  zkr_lease_release(h.l[0]);
+  ok(zkt_wait_for(is_done, &b, 10000) && b.rc == ZKR_OK,
+     "H releases: B gets the lease");
+  is(zkt_children(admin, sub(path, "leases")), 1, "one lease node");
+  ok(zkt_children_become(admin, sub(path, "locks"), 0, 5000),
+     "the admission mutex was left");
+  zkr_lease_release(b.l[0]);
+  ok(zkt_children_become(admin, sub(path, "leases"), 0, 5000), "nothing left");
+  who_close(&h);
+  who_close(&b);
+}
+
+/* A cancel asked while a lease of a multi-lease acquisition is being
+ * granted (its result already on its way to the event thread): the
+ * acquisition must still end with ZKR_ECANCELED, not go on to take the
+ * next lease and wait for it for ever. The event thread is held up by
+ * another acquisition's callback so that the cancel is queued before the
+ * grant. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_in, gate_open;
+static void cb_gate(zkr_semaphore *sem, int rc, zkr_lease **l, int n,
+                    void *ud) {
+  (void)sem;
+  (void)rc;
+  (void)l;
+  (void)n;
+  (void)ud;
+  pthread_mutex_lock(&gate_mu);
+  gate_in = 1;
+  pthread_cond_broadcast(&gate_cv);
+  while (!gate_open)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
+}
+static int gate_entered(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&gate_mu);
+  int in = gate_in;
+  pthread_mutex_unlock(&gate_mu);
+  return in;
+}
+
+static void test_cancel_while_granted(void) {
+  const char *path = zkt_path("cancel-granted");
+  who h, b;
+  who_open(&h, path, 3, NULL);
+  who_open(&b, path, 3, NULL);
+  is(zkr_semaphore_acquire(h.sem, 2, 5000, h.l), ZKR_OK, "H holds 2 of 3");
+  start_async(&b, 3, -1);
+  ok(zkt_children_become(admin, sub(path, "leases"), 4, 5000),
+     "B wants 3: it got one and waits for the 2nd");
+  zkr_semaphore *gate = NULL;
+  zkr_lease *gl = NULL;
+  zkr_semaphore_new(&gate, b.s, zkt_path("cancel-gate"), 1, NULL);
+  zkr_semaphore_acquire_async(gate, 1, 5000, &gl, cb_gate, NULL);
+  ok(zkt_wait_for(gate_entered, NULL, 5000), "B's event thread is held up");
+  is(zkr_semaphore_cancel(b.sem), ZKR_OK, "B is cancelled");
+  uint64_t ev = zkr__session_node_events(b.s);
+  zkr_lease_release(h.l[1]); /* B's 2nd lease is granted */
+  ok(zkt_wait_for_node_events(b.s, ev + 1, 5000), "B's waiter saw the release");
+  usleep(300 * 1000); /* let the grant reach the (held up) event thread */
+  pthread_mutex_lock(&gate_mu);
+  gate_open = 1;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  ok(zkt_wait_for(is_done, &b, 10000) && b.rc == ZKR_ECANCELED,
+     "B's acquisition ends with ZKR_ECANCELED");
+  ok(zkt_children_become(admin, sub(path, "leases"), 1, 5000) &&
+         zkt_children_become(admin, sub(path, "locks"), 0, 5000),
+     "B's nodes are gone: only H's lease is left");
+  zkr_lease_release(gl);
+  zkr_semaphore_free(gate);
+  zkr_lease_release(h.l[0]);
+  who_close(&h);
+  who_close(&b);
+}
+
 int main(void) {
   tap_init(300);
   hosts = zkt_start(1);
@@ -414,6 +636,11 @@ int main(void) {
   test_foreign();
   test_expired_holder();
   test_callback_and_free();
+  test_free_in_callback();
+  test_close_then_free();
+  test_close_while_waiting();
+  test_lost_while_admitted();
+  test_cancel_while_granted();
   zkr_session_close(admin);
   return tap_done();
 }

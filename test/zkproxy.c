@@ -22,9 +22,11 @@
  * --quit-on-eof ends the proxy, so a parent holding a pipe to its stdin never
  * leaves it behind):
  *
- *   cut-after-request TYPE[,TYPE...]
+ *   cut-after-request TYPE[,TYPE...] [/PATH]
  *       arm (one-shot, for every connection): the next client->server frame
- *       whose request type is listed is forwarded to the server in full; then,
+ *       whose request type is listed (and, with /PATH, whose first field is
+ *       a path that contains /PATH, such as the parent of a create) is
+ *       forwarded to the server in full; then,
  *       before any further server->client byte of that connection is
  *       forwarded (its reply in particular), both sockets are closed, the
  *       client's with SO_LINGER 0 (RST), the server's normally (so the server
@@ -32,7 +34,7 @@
  *       delete, exists, getdata, setdata, getacl, setacl, getchildren, sync,
  *       ping, getchildren2, check, multi, create2, createcontainer, createttl,
  *       auth, setwatches, setwatches2, addwatch, closesession (any case).
- *       Arming again replaces the list.
+ *       Arming again replaces the list and the path.
  *   cut-all       close every current connection (client side with RST)
  *   refuse        accept new connections and reset them at once
  *   accept        serve new connections again
@@ -305,6 +307,7 @@ static conn *conns;
 static int next_id = 1;
 static int refusing, blackholed;
 static int armed_types[MAX_ARMED], n_armed;
+static char armed_path[512]; /* "" or what the request's path must contain */
 
 static struct sockaddr_storage target_addr;
 static socklen_t target_len;
@@ -414,6 +417,23 @@ static int type_armed(int type) {
   return 0;
 }
 
+/* Does a request body that starts with a path (a 4-byte length, then its
+ * bytes) contain the armed path? Always, if none is armed. */
+static int path_armed(const unsigned char *body, int32_t len) {
+  if (!armed_path[0])
+    return 1;
+  if (len < 4)
+    return 0;
+  int32_t n = get32(body);
+  if (n < 0 || n > len - 4)
+    return 0;
+  size_t want = strlen(armed_path);
+  for (int32_t i = 0; i + (int32_t)want <= n; i++)
+    if (memcmp(body + 4 + i, armed_path, want) == 0)
+      return 1;
+  return 0;
+}
+
 static void type_text(int type, char *s, size_t n) {
   const char *name = op_name(type);
   if (name)
@@ -445,7 +465,8 @@ static int inspect(conn *c, int d, const unsigned char *f, int32_t len) {
     int32_t xid = get32(f), type = get32(f + 4);
     type_text(type, t, sizeof t);
     dbg("conn %d c>s len=%d xid=%d type=%d (%s)", c->id, len, xid, type, t);
-    if (n_armed > 0 && !blackholed && type_armed(type)) {
+    if (n_armed > 0 && !blackholed && type_armed(type) &&
+        path_armed(f + 8, len - 8)) {
       n_armed = 0;
       event("fired %s xid=%d", t, xid);
       dbg("conn %d: cut-after-request fired on %s xid=%d", c->id, t, xid);
@@ -619,7 +640,7 @@ static void command(char *line) {
   dbg("command: %s", s);
   if (strncmp(s, "cut-after-request", 17) == 0 &&
       (s[17] == ' ' || s[17] == '\t' || s[17] == '\0')) {
-    char list[512], *save = NULL, *tok;
+    char list[512], path[512] = "", *save = NULL, *tok;
     int types[MAX_ARMED], n = 0;
     const char *arg = s + 17;
     while (*arg == ' ' || *arg == '\t')
@@ -627,6 +648,10 @@ static void command(char *line) {
     snprintf(list, sizeof list, "%s", arg);
     for (tok = strtok_r(list, ", \t", &save); tok;
          tok = strtok_r(NULL, ", \t", &save)) {
+      if (tok[0] == '/' && !path[0]) {
+        snprintf(path, sizeof path, "%s", tok);
+        continue;
+      }
       if (n == MAX_ARMED || op_parse(tok, &types[n]) < 0) {
         warnx("bad request type '%s' in: %s", tok, s);
         event("error bad request type '%s' in: %s", tok, s);
@@ -641,6 +666,7 @@ static void command(char *line) {
     }
     memcpy(armed_types, types, sizeof types[0] * (size_t)n);
     n_armed = n;
+    snprintf(armed_path, sizeof armed_path, "%s", path);
   } else if (strcmp(s, "cut-all") == 0) {
     close_all(1, "cut-all");
   } else if (strcmp(s, "refuse") == 0) {
@@ -720,7 +746,7 @@ static void usage(FILE *f) {
           "       [--control-file FILE] [--event-file FILE] [--quit-on-eof]\n"
           "A fault-injecting proxy for ZooKeeper client connections.\n"
           "Commands (control file, or stdin lines): cut-after-request "
-          "TYPE[,TYPE...],\n"
+          "TYPE[,TYPE...] [/PATH],\n"
           "cut-all, refuse, accept, blackhole, flow, quit.\n"
           "ZKPROXY_DEBUG=1 logs every frame to stderr.\n",
           prog);
