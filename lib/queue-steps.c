@@ -53,7 +53,9 @@ static void parent_cb(int rc, const char *value, const void *data) {
 }
 
 static int send_parent(zhandle_t *zh, const char *path, struct qctx *c) {
-  return zoo_acreate(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+  /* empty data, not null: what Curator writes (kazoo 2.8 fails on a
+   * parent whose data is null) */
+  return zoo_acreate(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
                      parent_cb, c);
 }
 

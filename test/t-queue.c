@@ -120,6 +120,13 @@ static void test_count_all(void) {
   zkr__queue *c = mkq(s, path, &two_policy);
   is(zkr__queue_start(a, -1, NULL, NULL), ZKR_OK, "a: start");
   is(zkr__queue_wait(a), ZKR_OK, "a holds (1 of 2)");
+  zkr__result pr;
+  memset(&pr, 0, sizeof pr);
+  zkr__zk_get(admin, path, zkr__deadline(5000), &pr);
+  is(pr.datalen, 0,
+     "the parent the engine made has empty data, not null "
+     "(Curator's; kazoo fails on null)");
+  zkr__result_clear(&pr);
   char other[512];
   snprintf(other, sizeof other, "%s/somebody-else", path);
   zkr__result r;
