@@ -6,7 +6,8 @@
 # try-once and time-out (conflict status, no node left), distinct fencing
 # tokens, a lease lost while the command runs (exit 75), SIGINT while
 # waiting, usage errors, and zkr-ls showing the semaphore's holders and
-# waiters (table, JSON, -r). Runs under test/with-zk.
+# waiters (table, JSON, -r) but not a mutex at PATH/locks, and kazoo's
+# semaphore layout refused. Runs under test/with-zk.
 set -u
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 zl="$builddir/tools/zkr-lock"
@@ -15,7 +16,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-sem-$$"
-echo "1..46"
+echo "1..48"
 
 # nodes PATH...: the number of children of the paths that exist, now
 nodes() {
@@ -201,6 +202,31 @@ ok $? "its lease and admission nodes are gone (the holder's lease remains)"
 touch "$tmp/i.go"
 wait $ih
 ok $? "the holder ends normally"
+
+# --- a mutex at PATH/locks is not taken for a semaphore at PATH ---
+"$zl" --id plain "$root/dir/locks" -- sh -c "touch '$tmp/pl.in'; while [ ! -e '$tmp/pl.go' ]; do sleep 0.05; done" &
+pl=$!; pids+=($pl)
+wait_for 20 test -e "$tmp/pl.in"
+"$zls" -r "$root/dir" >"$tmp/pl.r" && "$zls" "$root/dir" >"$tmp/pl.1"
+[ $? -eq 0 ] && grep -q "^$root/dir/locks: 1 contender" "$tmp/pl.r" && ! grep -q semaphore "$tmp/pl.r" &&
+  grep -q "^$root/dir: 0 contenders (free)" "$tmp/pl.1"
+ok $? "zkr-ls (-r or not): a mutex at PATH/locks stays a lock, PATH no semaphore"
+touch "$tmp/pl.go"
+wait $pl
+
+# --- kazoo's semaphore layout at PATH: refused, nothing created ---
+"$py" - "$hosts" "$root/kz" <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+zk.create(sys.argv[2], b"3", makepath=True)  # kazoo keeps max_leases there
+zk.stop()
+PY
+"$zl" --permits 3 "$root/kz" -- touch "$tmp/ran-kz" 2>"$tmp/kz.err"
+st=$?
+[ $st -eq 69 ] && [ ! -e "$tmp/ran-kz" ] && grep -q "incompatible layout" "$tmp/kz.err" &&
+  [ "$(nodes "$root/kz")" = 0 ]
+ok $? "a path holding kazoo's semaphore layout: exit 69, command not run, nothing created (got $st: $(head -1 "$tmp/kz.err"))"
 
 # --- the lease lost while the command runs: zkr-lock paused past its
 # --- session timeout; a waiter gets the lease; zkr-lock exits 75 ---

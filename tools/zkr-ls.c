@@ -8,7 +8,7 @@
  * never one); with -r, every lock in the tree under PATH, skipping with a
  * warning the subtrees it may not read or whose paths are too long for the
  * library. A semaphore (Curator's InterProcessSemaphoreV2 layout: PATH
- * has the children "locks" and "leases" and no other) is shown as one:
+ * has the child "leases", maybe "locks", and no other) is shown as one:
  * its lease nodes, then the contenders queued for admission, with the
  * limit --permits if given. Read-only: it creates, changes and watches
  * nothing.
@@ -305,11 +305,11 @@ static int queue_of(zkr_session *s, const char *path, struct view *v) {
   return ZKR_OK;
 }
 
-/* Are @kids, the children of a node, a semaphore's: "locks" (its
- * admission mutex) and "leases", and nothing else? With @need_leases,
- * "leases" must be there (without it, "locks" alone is as likely a
- * mutex at PATH/locks). */
-static int sem_layout(char *const *kids, size_t n, int need_leases) {
+/* Are @kids, the children of a node, a semaphore's: "leases", maybe
+ * "locks" (its admission mutex), and nothing else? ("locks" alone is a
+ * semaphore's only between its first admission and its first lease node,
+ * but lasts as the parent of a mutex at PATH/locks.) */
+static int sem_layout(char *const *kids, size_t n) {
   int leases = 0;
   for (size_t i = 0; i < n; i++) {
     if (strcmp(kids[i], "leases") == 0)
@@ -317,7 +317,7 @@ static int sem_layout(char *const *kids, size_t n, int need_leases) {
     else if (strcmp(kids[i], "locks") != 0)
       return 0;
   }
-  return n > 0 && (leases || !need_leases);
+  return leases;
 }
 
 /* "@prefix/@name" in place of @name; 0 when out of memory. */
@@ -390,9 +390,8 @@ static int list_one(zkr_session *s, const char *path) {
   if (rc != ZKR_OK && rc != ZKR_ENONODE)
     return fail(rc, "cannot read", path);
   struct view v = {NULL, 0, 0};
-  /* asked for PATH itself: "locks" alone is the semaphore's too */
-  rc = rc == ZKR_OK && sem_layout(kids, nk, 0) ? sem_view(s, path, &v)
-                                               : queue_of(s, path, &v);
+  rc = rc == ZKR_OK && sem_layout(kids, nk) ? sem_view(s, path, &v)
+                                            : queue_of(s, path, &v);
   zkr_children_free(kids, nk);
   if (rc != ZKR_OK)
     return fail(rc, "cannot read", path);
@@ -426,7 +425,7 @@ static int walk(zkr_session *s, const char *path, int top) {
   }
   if (rc != ZKR_OK)
     return fail(rc, "cannot list", path);
-  if (sem_layout(kids, n, 1)) {
+  if (sem_layout(kids, n)) {
     /* a semaphore: shown as one; its locks and leases are its own */
     struct view v = {NULL, 0, 0};
     rc = sem_view(s, path, &v);
