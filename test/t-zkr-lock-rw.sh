@@ -98,10 +98,10 @@ ok $? "the writer ran after both readers"
 st=$?
 [ $st -eq 64 ] && grep -q "exclude each other" "$tmp/u.err"
 ok $? "--read with --write: usage error 64 (got $st)"
-"$zl" --permits 3 "$root/u" -- true 2>"$tmp/u.err"
+"$zl" --read --permits 3 "$root/u" -- true 2>"$tmp/u.err"
 st=$?
-[ $st -eq 64 ] && grep -q "semaphore" "$tmp/u.err"
-ok $? "--permits is still refused: 64 (got $st)"
+[ $st -eq 64 ] && grep -q "exclude each other" "$tmp/u.err"
+ok $? "--read with --permits (the semaphore): usage error 64 (got $st)"
 "$zl" --help | grep -q -- '--shared'
 ok $? "--help lists --read/--shared and --write/--exclusive"
 [ "$(children "$root/u")" = -1 ] || [ "$(children "$root/u")" = 0 ]

@@ -39,7 +39,7 @@ usage "relative lock path" zkr-test/u -- true
 usage "lock path with //" "$root//u" -- true
 usage "lock path under /zookeeper" /zookeeper/u -- true
 usage "malformed servers" -s "127.0.0.1:notaport" "$root/u" -- true
-usage "--permits is reserved for the semaphore" --permits 2 "$root/u" -- true
+usage "--permits 0 (a semaphore has 1 to 65536 leases)" --permits 0 "$root/u" -- true
 [ "$(children "$root")" = 0 ]
 ok $? "usage errors created nothing on the server"
 

@@ -1,7 +1,8 @@
 /*
  * zkr-lock - run a command while holding a zkr mutex: flock(1) across
  * machines. With --read (--shared) or --write (--exclusive), the read or
- * the write side of the read-write lock at PATH instead.
+ * the write side of the read-write lock at PATH instead; with --permits N,
+ * one of the N leases of the counting semaphore at PATH.
  *
  *   zkr-lock [options] PATH [--] COMMAND [ARG...]
  *
@@ -111,14 +112,145 @@ static void msg(const char *fmt, ...) {
   fprintf(stderr, "%s: %s\n", prog, buf);
 }
 
-static zkr_rwlock *rw_lock; /* with --read/--write: m is one of its halves */
+/* The lock zkr-lock takes, whatever its kind: the mutex at PATH, one
+ * side of the read-write lock at PATH (--read, --write), or one lease of
+ * the semaphore at PATH (--permits). The rest of zkr-lock sees only the
+ * lock_* functions below. */
+static struct {
+  int side;     /* 'r', 'w', or 0 */
+  long permits; /* --permits N: the semaphore; 0 otherwise */
+  zkr_mutex_opts *mo;
+  zkr_semaphore_opts *so;
+  zkr_mutex *m; /* the mutex, or the side of rw taken */
+  zkr_rwlock *rw;
+  zkr_semaphore *sem;
+  zkr_lease *lease[1]; /* filled by the semaphore's acquisition */
+} lk;
 
-/* Free the lock object: the mutex, or the read-write lock m belongs to. */
-static void free_lock(zkr_mutex *m) {
-  if (rw_lock)
-    zkr_rwlock_free(rw_lock);
+static void on_acquired(void *lock, int rc, void *ud);
+static void on_state(void *lock, zkr_lock_state st, void *ud);
+
+static void on_sem_acquired(zkr_semaphore *sem, int rc, zkr_lease **leases,
+                            int n, void *ud) {
+  (void)leases;
+  (void)n;
+  on_acquired(sem, rc, ud);
+}
+
+/* The options: the contender id and the state callback. ZKR_EINVAL: the
+ * id is not valid. */
+static int lock_opts_new(const char *id) {
+  int rc;
+  if (lk.permits) {
+    rc = zkr_semaphore_opts_new(&lk.so);
+    if (rc == ZKR_OK)
+      rc = zkr_semaphore_opts_set_id(lk.so, id);
+    if (rc == ZKR_OK)
+      rc = zkr_semaphore_opts_set_state_fn(lk.so, on_state, NULL);
+    return rc;
+  }
+  rc = zkr_mutex_opts_new(&lk.mo);
+  if (rc == ZKR_OK)
+    rc = zkr_mutex_opts_set_id(lk.mo, id);
+  if (rc == ZKR_OK)
+    rc = zkr_mutex_opts_set_state_fn(lk.mo, on_state, NULL);
+  if (rc == ZKR_OK)
+    rc = zkr_mutex_opts_set_watch_node(lk.mo, 1);
+  return rc;
+}
+
+static void lock_opts_free(void) {
+  zkr_mutex_opts_free(lk.mo);
+  zkr_semaphore_opts_free(lk.so);
+  lk.mo = NULL;
+  lk.so = NULL;
+}
+
+/* The lock object, with the options (freed here). */
+static int lock_new(zkr_session *s, const char *path) {
+  int rc;
+  if (lk.permits) {
+    rc = zkr_semaphore_new(&lk.sem, s, path, (int)lk.permits, lk.so);
+  } else if (lk.side) {
+    rc = zkr_rwlock_new(&lk.rw, s, path, lk.mo);
+    if (rc == ZKR_OK)
+      lk.m = lk.side == 'r' ? zkr_rwlock_read_lock(lk.rw)
+                            : zkr_rwlock_write_lock(lk.rw);
+  } else {
+    rc = zkr_mutex_new(&lk.m, s, path, lk.mo);
+  }
+  lock_opts_free();
+  return rc;
+}
+
+static int lock_acquire_async(int64_t timeout_ms) {
+  if (lk.sem)
+    return zkr_semaphore_acquire_async(lk.sem, 1, timeout_ms, lk.lease,
+                                       on_sem_acquired, NULL);
+  return zkr_mutex_acquire_async(lk.m, timeout_ms, on_acquired, NULL);
+}
+
+static void lock_cancel(void) {
+  if (lk.sem)
+    zkr_semaphore_cancel(lk.sem);
   else
-    zkr_mutex_free(m);
+    zkr_mutex_cancel(lk.m);
+}
+
+/* What -v says while waiting, into @buf; NULL when there is nothing new
+ * to tell. The mutex's count of contenders ahead costs no request; the
+ * semaphore has no such count (a waiter waits for the admission mutex or,
+ * once admitted, for any lease to go). */
+static const char *lock_waiting(char *buf, size_t len) {
+  if (lk.sem) {
+    snprintf(buf, len, "no lease free of %ld", lk.permits);
+    return buf;
+  }
+  int ahead = zkr_mutex_waiters_ahead(lk.m);
+  if (ahead < 0)
+    return NULL;
+  snprintf(buf, len, "%d ahead", ahead);
+  return buf;
+}
+
+static int64_t lock_token(void) {
+  return lk.sem ? zkr_lease_fencing_token(lk.lease[0])
+                : zkr_mutex_fencing_token(lk.m);
+}
+
+static int lock_node(char *buf, size_t len) {
+  return lk.sem ? zkr_lease_node(lk.lease[0], buf, len)
+                : zkr_mutex_node(lk.m, buf, len);
+}
+
+static zkr_lock_state lock_state(void) {
+  return lk.sem ? zkr_lease_state_get(lk.lease[0]) : zkr_mutex_state_get(lk.m);
+}
+
+static int lock_release(void) {
+  if (!lk.sem)
+    return zkr_mutex_release(lk.m);
+  int rc = zkr_lease_release(lk.lease[0]);
+  lk.lease[0] = NULL;
+  return rc;
+}
+
+/* Free the lock object; a node still held or queued is deleted. */
+static void lock_free(void) {
+  if (lk.sem)
+    zkr_semaphore_free(lk.sem); /* with a lease not released */
+  else if (lk.rw)
+    zkr_rwlock_free(lk.rw);
+  else
+    zkr_mutex_free(lk.m);
+  lk.sem = NULL;
+  lk.rw = NULL;
+  lk.m = NULL;
+}
+
+/* "lock" or "lease", for messages. */
+static const char *lock_noun(void) {
+  return lk.permits ? "lease" : "lock";
 }
 
 static void help(void) {
@@ -131,6 +263,10 @@ static void help(void) {
       "                             at PATH: readers run together\n"
       "  -w, --write, --exclusive   take its write side: alone, after the\n"
       "                             readers and writers queued before\n"
+      "      --permits N            take one of the N leases of the semaphore\n"
+      "                             at PATH instead: up to N run at once\n"
+      "                             (1 to %d; every user of PATH must give\n"
+      "                             the same N)\n"
       "  -s, --servers HOSTS        ZooKeeper connection string (default:\n"
       "                             $ZKR_SERVERS, else 127.0.0.1:2181)\n"
       "  -t, --timeout SECONDS      wait at most SECONDS for the lock (0: try\n"
@@ -151,11 +287,12 @@ static void help(void) {
       "  -h, --help                 this help\n"
       "  -V, --version              print the zkr version\n"
       "\n"
-      "COMMAND gets ZKR_FENCING_TOKEN and ZKR_LOCK_NODE in its environment.\n"
+      "COMMAND gets ZKR_FENCING_TOKEN and ZKR_LOCK_NODE (the lease node with\n"
+      "--permits) in its environment.\n"
       "Exit status: COMMAND's (128+N if signal N ended it); 1 (or -E) lock\n"
       "not acquired in time; 64 usage; 69 no server reachable; 75 lock lost\n"
       "(COMMAND was terminated); 126/127 COMMAND could not be run.\n",
-      prog);
+      prog, ZKR_SEMAPHORE_MAX);
 }
 
 static int64_t now_ms(void) {
@@ -389,7 +526,6 @@ int main(int argc, char **argv) {
   int64_t timeout_ms = -1, kill_after_ms = 10000;
   long conflict = EX_CONFLICT_DEFAULT, session_ms = 10000, connect_ms = 10000;
   const char *id = NULL;
-  int side = 0; /* 'r', 'w', or 0: the mutex */
 
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
@@ -402,7 +538,6 @@ int main(int argc, char **argv) {
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
-      /* reserved for the semaphore */
       {"read", no_argument, NULL, 'r'},
       {"shared", no_argument, NULL, 'r'},
       {"write", no_argument, NULL, 'w'},
@@ -459,17 +594,24 @@ int main(int argc, char **argv) {
       return 0;
     case 'r':
     case 'w':
-      if (side && side != c)
+      if (lk.side && lk.side != c)
         usage_error("--read (--shared) and --write (--exclusive) exclude "
                     "each other");
-      side = c;
+      lk.side = c;
       break;
     case OPT_PERMITS:
-      usage_error("--permits: the semaphore is not in this version of zkr");
+      if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &lk.permits) != 0)
+        usage_error("invalid --permits '%s': the number of leases of the "
+                    "semaphore, a plain decimal from 1 to %d",
+                    esc(optarg), ZKR_SEMAPHORE_MAX);
+      break;
     default:
       option_error(c, argv, longopts);
     }
   }
+  if (lk.permits && lk.side)
+    usage_error("--permits (a lease of the semaphore) and --read/--write "
+                "(a side of the read-write lock) exclude each other");
   if (optind >= argc)
     usage_error("missing PATH");
   const char *path = argv[optind++];
@@ -510,21 +652,14 @@ int main(int argc, char **argv) {
     return EX_SOFTWARE;
   }
 
-  /* Options and mutex: bad input is a usage error, before connecting. */
-  zkr_mutex_opts *mo = NULL;
-  int rc = zkr_mutex_opts_new(&mo);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_id(mo, id);
+  /* Options of the lock: bad input is a usage error, before connecting. */
+  int rc = lock_opts_new(id);
   if (rc == ZKR_EINVAL)
     usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
                 esc(id));
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_state_fn(mo, on_state, NULL);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_watch_node(mo, 1);
   if (rc != ZKR_OK) {
     msg("%s", zkr_strerror(rc));
-    zkr_mutex_opts_free(mo);
+    lock_opts_free();
     return EX_SOFTWARE;
   }
 
@@ -537,7 +672,7 @@ int main(int argc, char **argv) {
   if (rc != ZKR_OK) {
     msg("%s", zkr_strerror(rc));
     zkr_session_opts_free(so);
-    zkr_mutex_opts_free(mo);
+    lock_opts_free();
     return EX_SOFTWARE;
   }
   zkr_session *s = NULL;
@@ -547,21 +682,12 @@ int main(int argc, char **argv) {
     usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {
     msg("cannot reach ZooKeeper at %s: %s", servers, zkr_strerror(rc));
-    zkr_mutex_opts_free(mo);
+    lock_opts_free();
     return rc == ZKR_ENOMEM ? EX_SOFTWARE : EX_UNAVAILABLE;
   }
   if (verbose)
     zkr_session_add_listener(s, on_session, NULL, NULL);
-  zkr_mutex *m = NULL;
-  if (side) {
-    rc = zkr_rwlock_new(&rw_lock, s, path, mo);
-    if (rc == ZKR_OK)
-      m = side == 'r' ? zkr_rwlock_read_lock(rw_lock)
-                      : zkr_rwlock_write_lock(rw_lock);
-  } else {
-    rc = zkr_mutex_new(&m, s, path, mo);
-  }
-  zkr_mutex_opts_free(mo);
+  rc = lock_new(s, path);
   if (rc != ZKR_OK) {
     zkr_session_close(s);
     if (rc == ZKR_EBADPATH)
@@ -572,14 +698,15 @@ int main(int argc, char **argv) {
 
   /* ---- wait for the lock ---- */
   int64_t t0 = now_ms();
-  rc = zkr_mutex_acquire_async(m, timeout_ms, on_acquired, NULL);
+  rc = lock_acquire_async(timeout_ms);
   if (rc != ZKR_OK) {
     msg("cannot start acquiring %s: %s", path, zkr_strerror(rc));
-    free_lock(m);
+    lock_free();
     zkr_session_close(s);
     return rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE;
   }
-  int got_signal = 0, last_pos = -1;
+  int got_signal = 0;
+  char last_said[128] = "";
   int64_t next_report = t0 + 200, last_report = t0;
   while (!acquire_done) {
     struct pollfd pf[2] = {{sfd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
@@ -606,22 +733,21 @@ int main(int argc, char **argv) {
         got_signal = sig;
         if (verbose)
           msg("%s while waiting: leaving the queue", strsignal(sig));
-        zkr_mutex_cancel(m);
+        lock_cancel();
       }
     }
     if (verbose && !got_signal && !acquire_done && now_ms() >= next_report) {
-      /* The engine's own count from its last look at the queue: it
-       * changes only when this waiter is woken, and reading it sends
-       * nothing to ZooKeeper. */
-      int ahead = zkr_mutex_waiters_ahead(m);
+      /* What the library knows already: reading it sends nothing to
+       * ZooKeeper. */
+      char buf[128];
+      const char *said = lock_waiting(buf, sizeof buf);
       int64_t waited = now_ms() - t0;
-      if (ahead >= 0 && ahead != last_pos) {
-        msg("waiting for %s: %d ahead (%.1f s)", path, ahead,
-            (double)waited / 1000.0);
-        last_pos = ahead;
+      if (said && strcmp(said, last_said) != 0) {
+        msg("waiting for %s: %s (%.1f s)", path, said, (double)waited / 1000.0);
+        snprintf(last_said, sizeof last_said, "%s", said);
         last_report = now_ms();
-      } else if (ahead >= 0 && now_ms() - last_report >= 10000) {
-        msg("still waiting for %s: %d ahead (%.0f s)", path, ahead,
+      } else if (said && now_ms() - last_report >= 10000) {
+        msg("still waiting for %s: %s (%.0f s)", path, said,
             (double)waited / 1000.0);
         last_report = now_ms();
       }
@@ -630,7 +756,7 @@ int main(int argc, char **argv) {
   }
   int arc = acquire_rc;
   if (got_signal || arc != ZKR_OK) {
-    free_lock(m); /* leaves the queue: our node is deleted */
+    lock_free(); /* leaves the queue: our node is deleted */
     zkr_session_close(s);
     if (got_signal) {
       /* end the way the signal would have ended us */
@@ -643,7 +769,11 @@ int main(int argc, char **argv) {
       return 128 + got_signal;
     }
     if (arc == ZKR_ETIMEDOUT || arc == ZKR_EWOULDBLOCK) {
-      if (verbose)
+      if (verbose && lk.permits)
+        msg("no lease of %s is free (%ld permits); not "
+            "acquired %s",
+            path, lk.permits, timeout_ms == 0 ? "(tried once)" : "in time");
+      else if (verbose)
         msg("%s is held by another; not acquired %s", path,
             timeout_ms == 0 ? "(tried once)" : "in time");
       return (int)conflict;
@@ -652,14 +782,14 @@ int main(int argc, char **argv) {
     if (arc == ZKR_ESESSIONLOST || arc == ZKR_ECONNLOSS)
       return EX_TEMPFAIL;
     if (arc == ZKR_ENOAUTH || arc == ZKR_ENONODE || arc == ZKR_EZK ||
-        arc == ZKR_EEPHEMERAL)
+        arc == ZKR_EEPHEMERAL || arc == ZKR_EFOREIGN)
       return EX_UNAVAILABLE;
     return EX_SOFTWARE;
   }
 
-  int64_t token = zkr_mutex_fencing_token(m);
+  int64_t token = lock_token();
   char node[2048];
-  zkr_mutex_node(m, node, sizeof node);
+  lock_node(node, sizeof node);
   if (verbose)
     msg("acquired %s after %.3f s (token %lld, node %s)", path,
         (double)(now_ms() - t0) / 1000.0, (long long)token, node);
@@ -668,7 +798,7 @@ int main(int argc, char **argv) {
   char **env = child_env(token, node);
   if (!env) {
     msg("out of memory");
-    free_lock(m);
+    lock_free();
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
@@ -676,7 +806,7 @@ int main(int argc, char **argv) {
   if (pipe2(life, O_CLOEXEC) != 0 || pipe2(stp, O_CLOEXEC) != 0) {
     msg("pipe: %s", strerror(errno));
     free_env(env);
-    free_lock(m);
+    lock_free();
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
@@ -685,7 +815,7 @@ int main(int argc, char **argv) {
   if (guard < 0) {
     msg("fork: %s", strerror(errno));
     free_env(env);
-    free_lock(m);
+    lock_free();
     zkr_session_close(s);
     return EX_SOFTWARE;
   }
@@ -717,18 +847,18 @@ int main(int argc, char **argv) {
     }
     if (state_changed) {
       state_changed = 0;
-      zkr_lock_state st = zkr_mutex_state_get(m);
+      zkr_lock_state st = lock_state();
       if (st == ZKR_LOCK_LOST && !lost) {
         lost = 1;
-        msg("lock %s lost while %s ran (session expired or node deleted): "
+        msg("%s %s lost while %s ran (session expired or node deleted): "
             "sending SIGTERM to its process group %ld",
-            path, cmd[0], (long)child);
+            lk.permits ? "lease of" : "lock", path, cmd[0], (long)child);
         signal_group(child, SIGTERM);
         kill_at = now_ms() + kill_after_ms;
       } else if (verbose && st == ZKR_LOCK_SUSPECT && !suspect) {
-        msg("connection to ZooKeeper lost; the lock may be lost");
+        msg("connection to ZooKeeper lost; the %s may be lost", lock_noun());
       } else if (verbose && st == ZKR_LOCK_HELD && suspect) {
-        msg("reconnected; the lock is still held");
+        msg("reconnected; the %s is still held", lock_noun());
       }
       suspect = st == ZKR_LOCK_SUSPECT;
     }
@@ -792,22 +922,21 @@ int main(int argc, char **argv) {
    * server now rather than the lock staying blocked until our session
    * expires. At most one session timeout. */
   int64_t verdict_by = now_ms() + zkr_session_timeout(s);
-  while (!lost && zkr_mutex_state_get(m) == ZKR_LOCK_SUSPECT &&
-         now_ms() < verdict_by) {
+  while (!lost && lock_state() == ZKR_LOCK_SUSPECT && now_ms() < verdict_by) {
     struct pollfd pf = {wake_pipe[0], POLLIN, 0};
     if (poll(&pf, 1, 100) > 0)
       drain(wake_pipe[0]);
   }
-  if (!lost && zkr_mutex_state_get(m) == ZKR_LOCK_LOST) {
+  if (!lost && lock_state() == ZKR_LOCK_LOST) {
     lost = 1;
-    msg("lock %s was lost while %s ran (session expired or node deleted)", path,
-        cmd[0]);
+    msg("%s %s was lost while %s ran (session expired or node deleted)",
+        lk.permits ? "lease of" : "lock", path, cmd[0]);
   }
-  int rrc = zkr_mutex_release(m);
+  int rrc = lock_release();
   if (verbose && rrc == ZKR_OK)
     msg("released %s after %.3f s", path,
         (double)(now_ms() - started) / 1000.0);
-  free_lock(m);
+  lock_free();
   /* Closing a connected session makes the server delete our node at once;
    * a disconnected one leaves it until the session expires. */
   if (zkr_session_state_get(s) == ZKR_STATE_SUSPENDED)
@@ -815,7 +944,8 @@ int main(int argc, char **argv) {
   zkr_session_close(s);
   if (lost) {
     if (verbose)
-      msg("%s ended with status %d after the lock was lost", cmd[0], code);
+      msg("%s ended with status %d after the %s was lost", cmd[0], code,
+          lock_noun());
     return EX_TEMPFAIL;
   }
   return code;

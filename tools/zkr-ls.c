@@ -1,13 +1,17 @@
 /*
  * zkr-ls - show the queue of a lock: who holds it and who waits, in order.
  *
- *   zkr-ls [-s HOSTS] [--json] [-r] PATH
+ *   zkr-ls [-s HOSTS] [--json] [-r] [--permits N] PATH
  *
  * Reads zkr's and Curator's layouts alike (any ephemeral child whose name
  * ends in a ZooKeeper sequence number is a contender; a persistent node is
  * never one); with -r, every lock in the tree under PATH, skipping with a
  * warning the subtrees it may not read or whose paths are too long for the
- * library. Read-only: it creates, changes and watches nothing.
+ * library. A semaphore (Curator's InterProcessSemaphoreV2 layout: PATH
+ * has the child "leases", maybe "locks", and no other) is shown as one:
+ * its lease nodes, then the contenders queued for admission, with the
+ * limit --permits if given. Read-only: it creates, changes and watches
+ * nothing.
  * Exit status: 0; 2 -r listed the rest but skipped some subtrees; 64 usage;
  * 69 no server reachable; 1 another error.
  */
@@ -31,7 +35,17 @@ const char *prog = "zkr-ls";
 static int json;
 static int64_t op_timeout_ms = 10000;
 static int locks_shown;
-static int skipped; /* -r left out a subtree */
+static int skipped;  /* -r left out a subtree */
+static long permits; /* --permits: the limit of the semaphores; 0 unknown */
+
+/* What is shown for one path: the contenders of a lock, or of a
+ * semaphore its lease nodes ("leases/NAME") and then the contenders
+ * queued for admission ("locks/NAME"). */
+struct view {
+  zkr_participant *p;
+  size_t n;
+  int sem;
+};
 
 #define EX_PARTIAL 2
 #define PATH_MAX_BYTES 1024 /* what the library accepts */
@@ -46,6 +60,8 @@ static void help(void) {
          "                            $ZKR_SERVERS, else 127.0.0.1:2181)\n"
          "  -r, --recursive           every lock in the tree under PATH\n"
          "  -j, --json                JSON output\n"
+         "      --permits N           the limit of a semaphore at PATH, to\n"
+         "                            tell its waiting lease node (1 to %d)\n"
          "      --connect-timeout MS  how long to try to reach a server\n"
          "                            (default 10000; then exit 69)\n"
          "  -h, --help                this help\n"
@@ -54,7 +70,7 @@ static void help(void) {
          "Exit status: 0; 2 with -r, some subtrees could not be listed and\n"
          "were skipped (warnings on stderr; the rest was listed); 64 usage;\n"
          "69 no server reachable; 1 other errors.\n",
-         prog);
+         prog, ZKR_SEMAPHORE_MAX);
 }
 
 static int64_t wall_ms(void) {
@@ -133,11 +149,17 @@ static int ends_with_at(const char *name, size_t end, const char *marker) {
   return end >= ml && memcmp(name + end - ml, marker, ml) == 0;
 }
 
-/* The kind of a contender, from the marker before its sequence number:
- * "read" (Curator's and zkr's __READ__, kazoo's __rlock__), "write"
- * (__WRIT__, kazoo's WriteLock __lock__), else "lock" (a mutex's node:
- * exclusive, and a writer to a read-write lock). */
+/* The kind of a contender: of a semaphore, from its place, "lease" or
+ * "admission" (queued for the admission mutex); of a lock, from the
+ * marker before its sequence number: "read" (Curator's and zkr's
+ * __READ__, kazoo's __rlock__), "write" (__WRIT__, kazoo's WriteLock
+ * __lock__), else "lock" (a mutex's node: exclusive, and a writer to a
+ * read-write lock). */
 static const char *kind_of(const char *name) {
+  if (strncmp(name, "leases/", 7) == 0)
+    return "lease";
+  if (strncmp(name, "locks/", 6) == 0)
+    return "admission";
   size_t n = strlen(name);
   if (n < 10)
     return "lock";
@@ -151,11 +173,34 @@ static const char *kind_of(const char *name) {
   return "lock";
 }
 
-static void show_queue(const char *path, const zkr_participant *p, size_t n) {
+/* The line above a semaphore's table: leases held (of the limit, if
+ * known) and contenders waiting (each queued once for admission). */
+static void sem_heading(const char *path, const struct view *v) {
+  size_t held = 0, waiting = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    if (strcmp(kind_of(v->p[i].node), "lease") == 0)
+      held += v->p[i].is_holder != 0;
+    else
+      waiting++;
+  }
+  printf("%s: semaphore, %zu lease%s held", esc(path), held,
+         held == 1 ? "" : "s");
+  if (permits)
+    printf(" of %ld", permits);
+  printf(", %zu waiting%s\n", waiting, v->n ? "" : " (free)");
+}
+
+static void show_queue(const char *path, const struct view *v) {
+  const zkr_participant *p = v->p;
+  size_t n = v->n;
   int64_t now = wall_ms();
   if (json) {
     printf("{\"path\":");
     json_string(stdout, path);
+    if (v->sem)
+      printf(",\"type\":\"semaphore\"");
+    if (v->sem && permits)
+      printf(",\"permits\":%ld", permits);
     printf(",\"contenders\":[");
     for (size_t i = 0; i < n; i++) {
       struct owner o;
@@ -180,13 +225,20 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
     printf("]}");
     return;
   }
-  printf("%s: %zu contender%s%s\n", esc(path), n, n == 1 ? "" : "s",
-         n ? "" : " (free)");
+  if (v->sem)
+    sem_heading(path, v);
+  else
+    printf("%s: %zu contender%s%s\n", esc(path), n, n == 1 ? "" : "s",
+           n ? "" : " (free)");
   if (n == 0)
     return;
-  printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %-5s %s\n", "POS",
-         "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", "KIND",
-         "NODE");
+  int kw = 5; /* the KIND column: as wide as its widest value */
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(kind_of(p[i].node)) > kw)
+      kw = (int)strlen(kind_of(p[i].node));
+  printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %-*s %s\n", "POS",
+         "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", kw,
+         "KIND", "NODE");
   for (size_t i = 0; i < n; i++) {
     struct owner o;
     char id[64], host[64], pid[16], age[32], sess[24];
@@ -204,9 +256,9 @@ static void show_queue(const char *path, const zkr_participant *p, size_t n) {
     fmt_age(now - p[i].ctime_ms, age, sizeof age);
     snprintf(sess, sizeof sess, "0x%" PRIx64, (uint64_t)p[i].session_id);
     printf("%-4zu %-6s %010" PRId32 "  %-12" PRId64
-           " %-18s %-8s %-16s %-16s %-7s %-5s %s\n",
+           " %-18s %-8s %-16s %-16s %-7s %-*s %s\n",
            i + 1, p[i].is_holder ? "holder" : "waiter", p[i].seq, p[i].czxid,
-           sess, age, id, host, pid, kind_of(p[i].node), esc(p[i].node));
+           sess, age, id, host, pid, kw, kind_of(p[i].node), esc(p[i].node));
   }
 }
 
@@ -232,8 +284,7 @@ static int skippable(int rc) {
  * with readers, every reader before the first writer holds), without the
  * persistent nodes (ephemeralOwner 0: a sequential name alone, such as a
  * Unix time, does not make a contender). */
-static int queue_of(zkr_session *s, const char *path, zkr_participant **out,
-                    size_t *count) {
+static int queue_of(zkr_session *s, const char *path, struct view *v) {
   zkr_participant *p = NULL;
   size_t n = 0;
   int rc = zkr_rwlock_participants(s, path, op_timeout_ms, &p, &n);
@@ -248,31 +299,104 @@ static int queue_of(zkr_session *s, const char *path, zkr_participant **out,
     }
     p[k++] = p[i];
   }
-  *out = p;
-  *count = k;
+  v->p = p;
+  v->n = k;
+  v->sem = 0;
   return ZKR_OK;
 }
 
-static void show(const char *path, const zkr_participant *p, size_t n,
-                 int always) {
-  if (n == 0 && !always)
+/* Are @kids, the children of a node, a semaphore's: "leases", maybe
+ * "locks" (its admission mutex), and nothing else? ("locks" alone is a
+ * semaphore's only between its first admission and its first lease node,
+ * but lasts as the parent of a mutex at PATH/locks.) */
+static int sem_layout(char *const *kids, size_t n) {
+  int leases = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(kids[i], "leases") == 0)
+      leases = 1;
+    else if (strcmp(kids[i], "locks") != 0)
+      return 0;
+  }
+  return leases;
+}
+
+/* "@prefix/@name" in place of @name; 0 when out of memory. */
+static int prefix_node(char **name, const char *prefix) {
+  size_t len = strlen(prefix) + strlen(*name) + 2;
+  char *full = malloc(len);
+  if (!full)
+    return 0;
+  snprintf(full, len, "%s/%s", prefix, *name);
+  free(*name);
+  *name = full;
+  return 1;
+}
+
+/* The semaphore at @path: its lease nodes, holders by the library's rule
+ * with the limit --permits; without it, the newest lease node of the
+ * admitted contender waits (its owner is admitted while it waits, and
+ * leaves the admission queue as soon as it holds). Then the contenders
+ * queued for admission, every one of them waiting for a lease. */
+static int sem_view(zkr_session *s, const char *path, struct view *v) {
+  zkr_participant *l = NULL, *w = NULL;
+  size_t nl = 0, nw = 0;
+  int rc = zkr_semaphore_participants(s, path, (int)permits, op_timeout_ms, &l,
+                                      &nl, &w, &nw);
+  if (rc != ZKR_OK)
+    return rc;
+  if (!permits && nl > 0 && nw > 0 && l[nl - 1].session_id == w[0].session_id)
+    l[nl - 1].is_holder = 0;
+  zkr_participant *all = calloc(nl + nw ? nl + nw : 1, sizeof *all);
+  if (!all) {
+    zkr_participants_free(l, nl);
+    zkr_participants_free(w, nw);
+    return ZKR_ENOMEM;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < nl; i++)
+    all[k++] = l[i];
+  for (size_t i = 0; i < nw; i++) {
+    all[k] = w[i];
+    all[k++].is_holder = 0;
+  }
+  free(l);
+  free(w);
+  for (size_t i = 0; i < k; i++)
+    if (!prefix_node(&all[i].node, i < nl ? "leases" : "locks")) {
+      zkr_participants_free(all, k);
+      return ZKR_ENOMEM;
+    }
+  v->p = all;
+  v->n = k;
+  v->sem = 1;
+  return ZKR_OK;
+}
+
+static void show(const char *path, const struct view *v, int always) {
+  if (v->n == 0 && !always)
     return;
   if (json && locks_shown)
     putchar(',');
-  show_queue(path, p, n);
+  show_queue(path, v);
   if (!json && !always)
     putchar('\n');
   locks_shown++;
 }
 
 static int list_one(zkr_session *s, const char *path) {
-  zkr_participant *p = NULL;
-  size_t n = 0;
-  int rc = queue_of(s, path, &p, &n);
+  char **kids = NULL;
+  size_t nk = 0;
+  int rc = zkr_session_children(s, path, op_timeout_ms, &kids, &nk);
+  if (rc != ZKR_OK && rc != ZKR_ENONODE)
+    return fail(rc, "cannot read", path);
+  struct view v = {NULL, 0, 0};
+  rc = rc == ZKR_OK && sem_layout(kids, nk) ? sem_view(s, path, &v)
+                                            : queue_of(s, path, &v);
+  zkr_children_free(kids, nk);
   if (rc != ZKR_OK)
     return fail(rc, "cannot read", path);
-  show(path, p, n, 1);
-  zkr_participants_free(p, n);
+  show(path, &v, 1);
+  zkr_participants_free(v.p, v.n);
   return 0;
 }
 
@@ -301,31 +425,45 @@ static int walk(zkr_session *s, const char *path, int top) {
   }
   if (rc != ZKR_OK)
     return fail(rc, "cannot list", path);
+  if (sem_layout(kids, n)) {
+    /* a semaphore: shown as one; its locks and leases are its own */
+    struct view v = {NULL, 0, 0};
+    rc = sem_view(s, path, &v);
+    zkr_children_free(kids, n);
+    if (rc != ZKR_OK && skippable(rc)) {
+      skip(path, zkr_strerror(rc));
+      return 0;
+    }
+    if (rc != ZKR_OK)
+      return fail(rc, "cannot read", path);
+    show(path, &v, 0);
+    zkr_participants_free(v.p, v.n);
+    return 0;
+  }
   int is_lock = 0;
   for (size_t i = 0; i < n; i++)
     if (has_seq(kids[i]))
       is_lock = 1;
-  zkr_participant *p = NULL;
-  size_t np = 0;
+  struct view v = {NULL, 0, 0};
   char **ephemeral = NULL; /* the contenders' names, sorted */
   if (is_lock) {
-    rc = queue_of(s, path, &p, &np);
+    rc = queue_of(s, path, &v);
     if (rc != ZKR_OK && skippable(rc)) {
       skip(path, zkr_strerror(rc)); /* its queue; its subtree goes on */
     } else if (rc != ZKR_OK) {
       zkr_children_free(kids, n);
       return fail(rc, "cannot read", path);
     } else {
-      show(path, p, np, 0);
-      ephemeral = calloc(np ? np : 1, sizeof *ephemeral);
+      show(path, &v, 0);
+      ephemeral = calloc(v.n ? v.n : 1, sizeof *ephemeral);
       if (!ephemeral) {
-        zkr_participants_free(p, np);
+        zkr_participants_free(v.p, v.n);
         zkr_children_free(kids, n);
         return fail(ZKR_ENOMEM, "cannot list", path);
       }
-      for (size_t i = 0; i < np; i++)
-        ephemeral[i] = p[i].node;
-      qsort(ephemeral, np, sizeof *ephemeral, name_cmp);
+      for (size_t i = 0; i < v.n; i++)
+        ephemeral[i] = v.p[i].node;
+      qsort(ephemeral, v.n, sizeof *ephemeral, name_cmp);
     }
   }
   int status = 0;
@@ -334,7 +472,7 @@ static int walk(zkr_session *s, const char *path, int top) {
      * not one (persistent) is walked like any other, and so is every child
      * when the queue could not be read (a contender's list is empty) */
     if (ephemeral &&
-        bsearch(&kids[i], ephemeral, np, sizeof *ephemeral, name_cmp))
+        bsearch(&kids[i], ephemeral, v.n, sizeof *ephemeral, name_cmp))
       continue;
     size_t len = strlen(path) + strlen(kids[i]) + 2;
     char *child = malloc(len);
@@ -347,7 +485,7 @@ static int walk(zkr_session *s, const char *path, int top) {
     free(child);
   }
   free(ephemeral);
-  zkr_participants_free(p, np);
+  zkr_participants_free(v.p, v.n);
   zkr_children_free(kids, n);
   return status;
 }
@@ -356,12 +494,13 @@ int main(int argc, char **argv) {
   const char *servers = default_servers();
   int recursive = 0;
   long connect_ms = 10000;
-  enum { OPT_CONNECT = 256 };
+  enum { OPT_CONNECT = 256, OPT_PERMITS };
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
       {"recursive", no_argument, NULL, 'r'},
       {"json", no_argument, NULL, 'j'},
       {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+      {"permits", required_argument, NULL, OPT_PERMITS},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
@@ -382,6 +521,12 @@ int main(int argc, char **argv) {
       if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
         usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
                     esc(optarg), INT_MAX);
+      break;
+    case OPT_PERMITS:
+      if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &permits) != 0)
+        usage_error("invalid --permits '%s': the limit of the semaphore, a "
+                    "plain decimal from 1 to %d",
+                    esc(optarg), ZKR_SEMAPHORE_MAX);
       break;
     case 'h':
       help();
