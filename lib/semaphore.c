@@ -37,6 +37,7 @@
 struct zkr_semaphore_opts {
   char *id;
   char *count_path;
+  int watch_node;
   zkr_lock_state_fn state_fn;
   void *state_ud;
 };
@@ -84,6 +85,7 @@ struct zkr_semaphore {
   char *count_path;
   zkr_lock_state_fn state_fn;
   void *state_ud;
+  int watch_node; /* leases watch their own node while held */
   struct acq *acqs;
   uint64_t next_acq_id;
   zkr_lease *handed;
@@ -250,6 +252,13 @@ int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
     return ZKR_ENOMEM;
   free(opts->count_path);
   opts->count_path = copy;
+  return ZKR_OK;
+}
+
+int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts, int on) {
+  if (!opts)
+    return ZKR_EINVAL;
+  opts->watch_node = on != 0;
   return ZKR_OK;
 }
 
@@ -870,6 +879,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   if (opts) {
     sem->state_fn = opts->state_fn;
     sem->state_ud = opts->state_ud;
+    sem->watch_node = opts->watch_node;
   }
   if (cpath &&
       zkr__session_hook_add(s, count_hook, sem, &sem->hook_id) != ZKR_OK)
@@ -914,6 +924,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
     if (*rc != ZKR_OK)
       goto fail;
     zkr__queue_set_state_fn(l->q, lease_state, l);
+    zkr__queue_set_watch_held(l->q, sem->watch_node);
   }
   *rc = ZKR_OK;
   return a;

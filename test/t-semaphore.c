@@ -624,6 +624,33 @@ static void test_cancel_while_granted(void) {
   who_close(&b);
 }
 
+/* With watch_node, a lease node deleted by another client is LOST at
+ * once (without it, only a guarded write would find out). */
+static void test_watch_node(void) {
+  const char *path = zkt_path("watch-node");
+  zkt_statelog lg;
+  zkt_statelog_init(&lg);
+  zkr_semaphore_opts *o = NULL;
+  zkr_semaphore_opts_new(&o);
+  is(zkr_semaphore_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
+     "watch_node: NULL options");
+  zkr_semaphore_opts_set_watch_node(o, 1);
+  zkr_semaphore_opts_set_state_fn(o, zkt_state_fn, &lg);
+  who a;
+  who_open(&a, path, 2, o);
+  zkr_semaphore_opts_free(o);
+  is(zkr_semaphore_acquire(a.sem, 1, 5000, a.l), ZKR_OK, "a lease");
+  char node[512];
+  zkr_lease_node(a.l[0], node, sizeof node);
+  is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
+     "another client deletes the lease node");
+  ok(zkt_wait_for(zkt_lost_seen, &lg, 10000),
+     "the state callback says LOST at once");
+  is(zkr_lease_state_get(a.l[0]), ZKR_LOCK_LOST, "the lease is LOST");
+  is(zkr_lease_release(a.l[0]), ZKR_ELOCKLOST, "its release says so");
+  who_close(&a);
+}
+
 int main(void) {
   tap_init(300);
   hosts = zkt_start(1);
@@ -636,6 +663,7 @@ int main(void) {
   test_foreign();
   test_expired_holder();
   test_callback_and_free();
+  test_watch_node();
   test_free_in_callback();
   test_close_then_free();
   test_close_while_waiting();

@@ -147,6 +147,8 @@ static int lock_opts_new(const char *id) {
       rc = zkr_semaphore_opts_set_id(lk.so, id);
     if (rc == ZKR_OK)
       rc = zkr_semaphore_opts_set_state_fn(lk.so, on_state, NULL);
+    if (rc == ZKR_OK)
+      rc = zkr_semaphore_opts_set_watch_node(lk.so, 1);
     return rc;
   }
   rc = zkr_mutex_opts_new(&lk.mo);

@@ -164,7 +164,9 @@ ZKR_EXTERN int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
  * the `zkr_lease`. It runs on the session's event thread, in order, once
  * per change. The session clock declares a lost session before the
  * ensemble can expire it, so LOST comes before another contender can be
- * granted the lease. NULL removes it.
+ * granted the lease. A lease node deleted by another client is noticed
+ * at once only with zkr_semaphore_opts_set_watch_node(); else by the next
+ * guarded write. NULL removes it.
  *
  * Returns:
  *   ZKR_OK      Set.
@@ -181,6 +183,30 @@ ZKR_EXTERN int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
 ZKR_EXTERN int zkr_semaphore_opts_set_state_fn(zkr_semaphore_opts *opts,
                                                zkr_lock_state_fn fn,
                                                void *user_data);
+
+/**
+ * zkr_semaphore_opts_set_watch_node - notice a lease node deleted by others
+ *
+ * zkr_semaphore_opts_set_watch_node() makes every lease, while held, watch
+ * its own node: if another client deletes it (an operator clearing a stuck
+ * lease, say), the lease becomes ZKR_LOCK_LOST at once and the state
+ * callback is told, instead of being noticed only by the next guarded
+ * write. It costs one more request per lease (an exists with a watch).
+ * Off by default; zkr-lock(1) turns it on.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * As zkr_semaphore_opts_new().
+ *
+ * See also: zkr_semaphore_opts_set_state_fn(), zkr_mutex_opts_set_watch_node()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
+                                                 int on);
 
 /**
  * zkr_semaphore_new - create a distributed counting semaphore object
