@@ -274,6 +274,8 @@ static void find_lost_create(zkr__queue *q, const struct String_vector *names) {
 /* list and decide */
 
 /* Does the policy let us hold with @blockers before us? */
+static void hold_now(zkr__queue *q);
+
 static int holds(const zkr__queue *q, int blockers) {
   return q->pol->holds ? q->pol->holds(blockers, q->pol->ctx) != 0
                        : blockers == 0;
@@ -329,7 +331,7 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
     return;
   }
   if (holds(q, q->npreds)) {
-    zkr__q_finish(q, ZKR_OK);
+    hold_now(q);
     return;
   }
   if (q->try_once) {
@@ -448,7 +450,52 @@ static void none_left(zkr__queue *q) {
   if (q->watch_held || q->pol->verify)
     zkr__q_relist(q);
   else
+    hold_now(q);
+}
+
+/* check_owner: the exists on our node before holding. */
+static void owner_cb(int rc, const struct Stat *stat, const void *data) {
+  struct qctx *c = (struct qctx *)data;
+  zkr__queue *q = c->q;
+  if (zkr__q_callback_enter(c, Q_LISTING) && c->list_seq == q->list_seq) {
+    int64_t sid = 0;
+    zkr__session_generation(q->s, &sid);
+    if (rc == ZOK && stat && stat->ephemeralOwner == sid && c->gen == q->gen) {
+      q->czxid = stat->czxid;
+      zkr__q_finish(q, ZKR_OK);
+    } else if (rc == ZOK || rc == ZNONODE) {
+      zkr__log(ZKR_LOG_WARN,
+               "%s: not owned by this session (or gone) when it would "
+               "hold; queued again with a new node",
+               q->node_path);
+      if (rc == ZOK)
+        zkr__session_bg_delete(q->s, q->node_path, c->gen);
+      requeue(q);
+    } else if (zkr__q_transient(rc)) {
+      zkr__q_pause_for_connection(q); /* resume lists, then checks again */
+    } else {
+      zkr__q_finish(q, zkr__from_zk(rc));
+    }
+  }
+  zkr__q_callback_exit(c);
+}
+
+/* Under mu: no blocker is left: hold, or with check_owner first read our
+ * node to see that its owner is our current session. */
+static void hold_now(zkr__queue *q) {
+  if (!q->pol->check_owner) {
     zkr__q_finish(q, ZKR_OK);
+    return;
+  }
+  zhandle_t *zh;
+  q->phase = Q_LISTING; /* (resume lists again and comes back here) */
+  struct qctx *c = zkr__q_begin_request(q, &zh);
+  if (!c)
+    return;
+  c->list_seq = ++q->list_seq; /* a listing still in flight is stale */
+  int rc = zoo_aexists(zh, q->node_path, 0, owner_cb, c);
+  zkr__session_put_zh(q->s);
+  zkr__q_end_request(q, c, rc);
 }
 
 /* Under mu: the nearest blocker is gone. None left of the last listing:

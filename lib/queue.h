@@ -56,6 +56,11 @@ typedef struct zkr__qpolicy {
    * number, earlier or later (the semaphore's leases: Curator counts all
    * children of leases/); only with ZKR__QWAIT_CHILDREN */
   int count_all;
+  /* before holding, read our node (one exists) and hold only if its
+   * ephemeral owner is our current session; else queue again with a new
+   * node (an election: never lead on a node of an expired session,
+   * Curator's CURATOR-696) */
+  int check_owner;
   void *ctx;
 } zkr__qpolicy;
 

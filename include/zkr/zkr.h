@@ -9,5 +9,6 @@
 #include <zkr/mutex.h>
 #include <zkr/rwlock.h>
 #include <zkr/semaphore.h>
+#include <zkr/election.h>
 
 #endif /* ZKR_ZKR_H */

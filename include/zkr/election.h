@@ -1,0 +1,574 @@
+/*
+ * zkr -- ZooKeeper recipes for C.
+ * election.h: leader election.
+ *
+ * Participants queue as EPHEMERAL|SEQUENTIAL nodes under an election
+ * path; the lowest sequence number leads, and every other participant
+ * watches only the one just before it, so a change of leader wakes one
+ * session. Two styles share one object type:
+ *
+ *   the latch (zkr_election_start()): Apache Curator's LeaderLatch
+ *   layout, nodes "_c_<uuid>-latch-<seq>". A participant leads until it
+ *   resigns (and queues again at the back), is freed, or loses its
+ *   session or its node; after a loss it queues again at the back with a
+ *   new node, never on an old one.
+ *
+ *   the selector (zkr_election_run()): Curator's LeaderSelector layout,
+ *   the mutex's nodes "_c_<uuid>-lock-<seq>". A function of the user runs
+ *   on a thread of its own while the participant leads; when it returns,
+ *   leadership passes on, and with requeue the participant queues again.
+ *
+ * Before it leads, a participant reads its own node and leads only if the
+ * node's ephemeral owner is its current session (Curator before 5.7 could
+ * lead on a node of its expired session: CURATOR-696). The leader watches
+ * its own node: deleted by anyone, it stops leading at once. The session
+ * clock tells a leader that it may have lost its session before the
+ * ensemble can elect another one.
+ *
+ * Anyone, participant or not, can read the current leader and the
+ * participants, and observe every change of leader.
+ */
+#ifndef ZKR_ELECTION_H
+#define ZKR_ELECTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zkr/common.h>
+#include <zkr/lock.h>
+#include <zkr/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An opaque election participant. */
+typedef struct zkr_election zkr_election;
+/** Options of a participant. */
+typedef struct zkr_election_opts zkr_election_opts;
+/** An observer of an election path. */
+typedef struct zkr_election_observer zkr_election_observer;
+
+/** Told, on the session's event thread, each time the participant becomes
+ * leader (@is_leader 1) or stops being leader (0). */
+typedef void (*zkr_election_fn)(zkr_election *e, int is_leader,
+                                void *user_data);
+/** The selector's work, run on a thread of its own while leading. */
+typedef void (*zkr_leader_fn)(zkr_election *e, void *user_data);
+/** Told each change of leader: @leader is NULL when there is none. */
+typedef void (*zkr_observe_fn)(zkr_election_observer *o,
+                               const zkr_participant *leader, void *user_data);
+
+/** What a dropped connection (the session may still be alive) does to a
+ * leader. */
+typedef enum zkr_election_suspend {
+  /** stop leading at once, lead again if the same session comes back
+   * (Curator's default) */
+  ZKR_ELECTION_SUSPEND_DROP = 0,
+  /** keep leading until the session clock declares the session lost */
+  ZKR_ELECTION_SUSPEND_KEEP = 1
+} zkr_election_suspend;
+
+/**
+ * zkr_election_opts_new - create election options
+ *
+ * zkr_election_opts_new() allocates an options object with the defaults: no
+ * identifier, no listener, ZKR_ELECTION_SUSPEND_DROP. Pass it to
+ * zkr_election_new(), which copies what it needs, and free it with
+ * zkr_election_opts_free().
+ *
+ * Returns:
+ *   ZKR_OK      *@out holds the new options.
+ *   ZKR_EINVAL  @out is NULL.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * Any thread. An options object is used by one thread at a time.
+ *
+ * See also: zkr_election_opts_free(), zkr_election_new()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_election_opts
+ */
+ZKR_EXTERN int zkr_election_opts_new(zkr_election_opts **out);
+
+/**
+ * zkr_election_opts_free - free election options
+ *
+ * zkr_election_opts_free() frees @opts. NULL is a no-op.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * Any thread, not concurrently with another call on @opts.
+ *
+ * See also: zkr_election_opts_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN void zkr_election_opts_free(zkr_election_opts *opts);
+
+/**
+ * zkr_election_opts_set_id - name the participant
+ *
+ * zkr_election_opts_set_id() sets the identifier written, with the host name
+ * and the process id, into the participant's node ("host=H pid=P id=I"),
+ * which zkr_election_leader() shows. @id is 1 to 256 bytes
+ * without control characters; NULL removes it.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL, or @id is empty, too long or holds a control
+ *               character.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * As zkr_election_opts_new().
+ *
+ * See also: zkr_election_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_opts_set_id(zkr_election_opts *opts,
+                                        const char *id);
+
+/**
+ * zkr_election_opts_set_listener - be told when leadership comes and goes
+ *
+ * zkr_election_opts_set_listener() sets @fn, called on the session's event
+ * thread with 1 each time the participant becomes leader and with 0 each
+ * time it stops being leader (resigned, suspended under
+ * ZKR_ELECTION_SUSPEND_DROP, lost), exactly once per change and in order.
+ * It is not called after zkr_election_free(). NULL removes it.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL.
+ *
+ * Thread safety:
+ * As zkr_election_opts_new(). @fn must not block for long: it runs on the
+ * session's event thread.
+ *
+ * See also: zkr_election_is_leader(), zkr_election_opts_set_suspend()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_opts_set_listener(zkr_election_opts *opts,
+                                              zkr_election_fn fn,
+                                              void *user_data);
+
+/**
+ * zkr_election_opts_set_suspend - choose what a dropped connection means
+ *
+ * zkr_election_opts_set_suspend() chooses what a leader does while its
+ * connection is down and its session may still be alive.
+ * ZKR_ELECTION_SUSPEND_DROP (the default, Curator's): it stops leading at
+ * once (the listener is told 0) and leads again if the same session
+ * reconnects while its node is still first. ZKR_ELECTION_SUSPEND_KEEP: it
+ * keeps leading until the session clock declares the session lost, which
+ * happens before the ensemble can expire the session and elect another
+ * leader; a short network blip then costs no change of leader, at the
+ * price of a leader that cannot reach ZooKeeper for up to that fraction
+ * of the session timeout.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL or @mode is not one of the two.
+ *
+ * Thread safety:
+ * As zkr_election_opts_new().
+ *
+ * See also: zkr_election_opts_set_listener(),
+ *   zkr_session_opts_set_lost_fraction()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_opts_set_suspend(zkr_election_opts *opts,
+                                             zkr_election_suspend mode);
+
+/**
+ * zkr_election_new - create an election participant
+ *
+ * zkr_election_new() creates a participant of the election at @path on the
+ * session @s and stores it in *@out. It does not join yet: call
+ * zkr_election_start() (the latch) or zkr_election_run() (the selector).
+ * @path follows the rules of zkr_mutex_new(). Free it with
+ * zkr_election_free().
+ *
+ * Returns:
+ *   ZKR_OK        *@out holds the participant.
+ *   ZKR_EINVAL    @out or @s is NULL.
+ *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
+ *                 "/zookeeper".
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   // Run the cron tick on exactly one of the scheduler's instances.
+ *   int schedule(zkr_session *s, volatile int *stop, void (*tick)(int64_t)) {
+ *     zkr_election *e = NULL;
+ *     int rc = zkr_election_new(&e, s, "/elections/cron", NULL);
+ *     if (rc == ZKR_OK)
+ *       rc = zkr_election_start(e);
+ *     while (rc == ZKR_OK && !*stop) {
+ *       if (zkr_election_await(e, 1000) == ZKR_OK)
+ *         tick(zkr_election_fencing_token(e)); // the journal refuses
+ *                                              // smaller tokens
+ *     }
+ *     zkr_election_free(e);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_election_start(), zkr_election_run(), zkr_election_free(),
+ *   zkr_election_leader()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_election
+ */
+ZKR_EXTERN int zkr_election_new(zkr_election **out, zkr_session *s,
+                                const char *path,
+                                const zkr_election_opts *opts);
+
+/**
+ * zkr_election_start - join the election as a latch
+ *
+ * zkr_election_start() joins the election with a node
+ * _c_@uuid-latch-@seq (Curator's LeaderLatch layout) and returns at once.
+ * The participant leads when its node is first; the listener says when,
+ * and zkr_election_await() waits for it. After a loss of its session or
+ * its node it joins again at the back with a new node, by itself, until
+ * zkr_election_free().
+ *
+ * Returns:
+ *   ZKR_OK      Joining.
+ *   ZKR_EINVAL  @e is NULL.
+ *   ZKR_EBUSY   Already started (or running a selector).
+ *   ZKR_ECLOSED The session is closed.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback.
+ *
+ * See also: zkr_election_await(), zkr_election_resign(), zkr_election_run()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_start(zkr_election *e);
+
+/**
+ * zkr_election_run - join the election as a selector
+ *
+ * zkr_election_run() joins the election with a node _c_@uuid-lock-@seq
+ * (Curator's LeaderSelector layout: a mutex) and returns at once. Each
+ * time the participant leads, @fn runs on a thread of the participant's
+ * own with @user_data; when it returns, the node is deleted and
+ * leadership passes on. With @requeue the participant then queues again,
+ * and @fn runs again the next time it leads; without, it is done. If
+ * leadership is lost while @fn runs, zkr_election_is_leader() returns 0
+ * from then on and the listener is told 0: @fn must poll it (or act on the
+ * listener) and return. zkr_election_free() waits for @fn to return.
+ *
+ * Returns:
+ *   ZKR_OK      Running.
+ *   ZKR_EINVAL  @e or @fn is NULL.
+ *   ZKR_EBUSY   Already started (or running).
+ *   ZKR_ESYS    The thread could not be started.
+ *   ZKR_ENOMEM  Out of memory.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback.
+ *
+ * See also: zkr_election_start(), zkr_election_is_leader()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_run(zkr_election *e, zkr_leader_fn fn,
+                                void *user_data, int requeue);
+
+/**
+ * zkr_election_await - wait until the participant leads
+ *
+ * zkr_election_await() waits until the participant leads, or until
+ * @timeout_ms passes (0: do not wait; negative: no deadline).
+ *
+ * Returns:
+ *   ZKR_OK          The participant leads.
+ *   ZKR_ETIMEDOUT   It did not lead before the deadline.
+ *   ZKR_ENOTHELD    It has not joined (or its selector is done).
+ *   ZKR_ECLOSED     The session was closed.
+ *   ZKR_EINVAL      @e is NULL.
+ *   ZKR_EDEADLK     Called from a zkr callback with a non-zero timeout.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_election_is_leader()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_await(zkr_election *e, int64_t timeout_ms);
+
+/**
+ * zkr_election_is_leader - does the participant lead now?
+ *
+ * zkr_election_is_leader() tells whether the participant leads now: its
+ * node is first and held, and (under ZKR_ELECTION_SUSPEND_DROP) its
+ * connection is up. It reads local state only.
+ *
+ * Returns:
+ * 1 if it leads, 0 otherwise or if @e is NULL.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_election_await(), zkr_election_opts_set_listener()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_is_leader(const zkr_election *e);
+
+/**
+ * zkr_election_resign - leave the leadership and queue again at the back
+ *
+ * zkr_election_resign() deletes the latch participant's node (the next
+ * participant leads) and joins again at the back with a new node. The
+ * listener is told 0 if the participant was leading. Resigning a
+ * participant that waits moves it to the back as well.
+ *
+ * Returns:
+ *   ZKR_OK        Resigned and queued again.
+ *   ZKR_ENOTHELD  The participant has not joined as a latch.
+ *   ZKR_EINVAL    @e is NULL.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback.
+ *
+ * See also: zkr_election_start(), zkr_election_free()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_resign(zkr_election *e);
+
+/**
+ * zkr_election_free - leave the election and free the participant
+ *
+ * zkr_election_free() leaves the election: its node is deleted (in the
+ * background if the connection is down, and also when the node's create
+ * is still under way: nothing is left), a selector's function is told
+ * (zkr_election_is_leader() returns 0) and waited for, and @e is freed.
+ * The listener is not called from then on. NULL is a no-op.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * Not concurrently with another call on @e, and not from the selector's
+ * own function.
+ *
+ * See also: zkr_election_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN void zkr_election_free(zkr_election *e);
+
+/**
+ * zkr_election_fencing_token - the leader's fencing token
+ *
+ * zkr_election_fencing_token() returns the czxid of the participant's node
+ * while it leads: larger for every later leader. Give it with every write
+ * to what the leader controls, and let that refuse smaller tokens.
+ *
+ * Returns:
+ * The token while leading; 0 otherwise or if @e is NULL.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_election_guarded_multi()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int64_t zkr_election_fencing_token(const zkr_election *e);
+
+/**
+ * zkr_election_node - the path of the leader's node
+ *
+ * zkr_election_node() copies the full path of the participant's node into
+ * @buf of @len bytes while it leads.
+ *
+ * Returns:
+ *   ZKR_OK        Copied.
+ *   ZKR_ENOTHELD  It does not lead.
+ *   ZKR_EINVAL    @e or @buf is NULL, or @len is 0.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_election_fencing_token()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_node(const zkr_election *e, char *buf, size_t len);
+
+struct zoo_op;
+struct zoo_op_result;
+
+/**
+ * zkr_election_guarded_multi - write only while leading
+ *
+ * zkr_election_guarded_multi() runs @ops (@count of them) as one
+ * transaction with a check of the leader's node in front, as
+ * zkr_mutex_guarded_multi() does: they commit only while that node exists.
+ *
+ * Returns:
+ * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the node is found gone,
+ * ZKR_ENOTHELD when the participant does not lead.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_election_guarded_set()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_guarded_multi(zkr_election *e, int count,
+                                          const struct zoo_op *ops,
+                                          struct zoo_op_result *results,
+                                          int64_t timeout_ms);
+
+/**
+ * zkr_election_guarded_set - set a node's data only while leading
+ *
+ * zkr_election_guarded_set() sets the data of @path in one transaction with
+ * a check of the leader's node, as zkr_mutex_guarded_set() does.
+ *
+ * Returns:
+ * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the node is found gone,
+ * ZKR_ENOTHELD when the participant does not lead.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_election_guarded_multi()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_guarded_set(zkr_election *e, const char *path,
+                                        const char *data, int datalen,
+                                        int version, int64_t timeout_ms);
+
+/**
+ * zkr_election_participants - list an election's participants in order
+ *
+ * zkr_election_participants() reads the election at @path through @s and
+ * stores its participants in *@out, *@count entries in queue order, the
+ * first (@is_holder 1) leading. Latch and selector nodes are listed alike.
+ * Free the array with zkr_participants_free().
+ *
+ * Returns:
+ *   ZKR_OK        Filled (empty if @path does not exist).
+ *   ZKR_EINVAL    @s, @out or @count is NULL.
+ *   ZKR_EBADPATH  @path is not a valid znode path.
+ *   ZKR_ETIMEDOUT @timeout_ms passed first.
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_EDEADLK   Called from a zkr callback.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_election_leader(), zkr_participants_free()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_participant
+ */
+ZKR_EXTERN int zkr_election_participants(zkr_session *s, const char *path,
+                                         int64_t timeout_ms,
+                                         zkr_participant **out, size_t *count);
+
+/**
+ * zkr_election_leader - the current leader of an election
+ *
+ * zkr_election_leader() reads the election at @path through @s and stores
+ * its leader in *@out: node, session, token (czxid), data (host, pid and
+ * id for zkr participants) and @ctime_ms, when it joined (ZooKeeper does
+ * not record when it started leading). Free @out->node and @out->data
+ * with free() afterwards.
+ *
+ * Returns:
+ *   ZKR_OK        *@out holds the leader.
+ *   ZKR_ENONODE   Nobody leads (no participant).
+ *   ZKR_EINVAL    @s or @out is NULL.
+ *   ZKR_EBADPATH  @path is not a valid znode path.
+ *   ZKR_ETIMEDOUT @timeout_ms passed first.
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_EDEADLK   Called from a zkr callback.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * Any thread except a zkr callback.
+ *
+ * See also: zkr_election_participants(), zkr_election_observe()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_leader(zkr_session *s, const char *path,
+                                   int64_t timeout_ms, zkr_participant *out);
+
+/**
+ * zkr_election_observe - be told every change of leader, without joining
+ *
+ * zkr_election_observe() watches the election at @path through @s and
+ * calls @fn on the session's event thread with the current leader (NULL
+ * when there is none) first, and then once per change of leader (a
+ * different node first in the queue), in order, until
+ * zkr_election_observer_free(). The leader passed is valid during the
+ * call only. An observer does not join: it creates nothing, and it is
+ * woken by every change of the path's children (observers are few).
+ *
+ * Returns:
+ *   ZKR_OK        *@out holds the observer.
+ *   ZKR_EINVAL    @s, @fn or @out is NULL.
+ *   ZKR_EBADPATH  @path is not a valid znode path.
+ *   ZKR_ECLOSED   The session is closed.
+ *   ZKR_ENOMEM    Out of memory.
+ *
+ * Thread safety:
+ * Any thread.
+ *
+ * See also: zkr_election_observer_free(), zkr_election_leader()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_observe(zkr_session *s, const char *path,
+                                    zkr_observe_fn fn, void *user_data,
+                                    zkr_election_observer **out);
+
+/**
+ * zkr_election_observer_free - stop observing
+ *
+ * zkr_election_observer_free() stops @o and frees it; its function is not
+ * called from then on (a call running on another thread is waited for).
+ * NULL is a no-op.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * Any thread, not concurrently with another call on @o.
+ *
+ * See also: zkr_election_observe()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN void zkr_election_observer_free(zkr_election_observer *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKR_ELECTION_H */
