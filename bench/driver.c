@@ -92,6 +92,51 @@ static void sleep_ns(int64_t ns) {
     ;
 }
 
+/* ---------------------------------------------------------------- cycles */
+
+/* A growing table of records of @w values each. */
+typedef struct rec {
+  int64_t *v;
+  size_t n, cap;
+  int w;
+} rec;
+
+static void rec_init(rec *r, int w) {
+  r->w = w;
+  r->n = 0;
+  r->cap = 4096;
+  if (!(r->v = malloc(r->cap * (size_t)w * sizeof *r->v)))
+    die("out of memory");
+}
+
+/* The next record's @w slots. */
+static int64_t *rec_next(rec *r) {
+  if (r->n == r->cap) {
+    r->cap *= 2;
+    if (!(r->v = realloc(r->v, r->cap * (size_t)r->w * sizeof *r->v)))
+      die("out of memory");
+  }
+  return r->v + r->w * r->n++;
+}
+
+/* One cycle of @l while the window lasts: acquire, hold for @hold_ns,
+ * release; @ts gets the times asked, acquired and released. 0 (and
+ * nothing done) once the window, ending at @end, has passed. */
+static int cycle(block *l, int64_t end, int64_t hold_ns, int64_t ts[3]) {
+  ts[0] = b_now_ns();
+  if (ts[0] >= end)
+    return 0;
+  int rc = b_acquire(l);
+  if (rc)
+    die("acquire: %s", b_strerror(rc));
+  ts[1] = b_now_ns();
+  sleep_ns(hold_ns);
+  ts[2] = b_now_ns();
+  if ((rc = b_release(l)) != 0)
+    die("release: %s", b_strerror(rc));
+  return 1;
+}
+
 /* ---------------------------------------------------------------- sync */
 
 static void sync_touch(const char *what) {
@@ -229,38 +274,21 @@ static int run_s2(void) {
   snprintf(wpath, sizeof wpath, "%s-w%s", o_path, o_id);
   warm(s, wpath);
   block *l = lock_or_die(s, o_path);
-  size_t cap = 4096, n = 0;
-  int64_t *t = malloc(cap * 2 * sizeof *t);
-  if (!t)
-    die("out of memory");
-  int64_t end = window();
-  for (;;) {
-    int64_t treq = b_now_ns();
-    if (treq >= end)
-      break;
-    int rc = b_acquire(l);
-    if (rc)
-      die("acquire: %s", b_strerror(rc));
-    int64_t tacq = b_now_ns();
-    rc = b_release(l);
-    if (rc)
-      die("release: %s", b_strerror(rc));
-    if (n == cap) {
-      cap *= 2;
-      if (!(t = realloc(t, cap * 2 * sizeof *t)))
-        die("out of memory");
-    }
-    t[2 * n] = treq;
-    t[2 * n + 1] = tacq;
-    n++;
+  rec r;
+  rec_init(&r, 2);
+  int64_t end = window(), ts[3];
+  while (cycle(l, end, 0, ts)) {
+    int64_t *t = rec_next(&r);
+    t[0] = ts[0];
+    t[1] = ts[1];
   }
   sync_touch("done");
-  for (size_t i = 0; i < n; i++)
-    fprintf(out, "acq %" PRId64 " %" PRId64 "\n", t[2 * i], t[2 * i + 1]);
+  for (size_t i = 0; i < r.n; i++)
+    fprintf(out, "acq %" PRId64 " %" PRId64 "\n", r.v[2 * i], r.v[2 * i + 1]);
   sync_wait("end");
   b_lock_free(l);
   b_close(s);
-  free(t);
+  free(r.v);
   return 0;
 }
 
@@ -474,44 +502,27 @@ static int run_s5(void) {
   if (rc)
     die("rwlock: %s", b_strerror(rc));
   unsigned seed = (unsigned)strtoul(o_id, NULL, 10) * 7919u + 1u;
-  size_t cap = 4096, n = 0;
-  int64_t *t = malloc(cap * 4 * sizeof *t);
-  if (!t)
-    die("out of memory");
-  int64_t end = window();
+  rec r;
+  rec_init(&r, 4);
+  int64_t end = window(), ts[3];
   for (;;) {
-    int64_t treq = b_now_ns();
-    if (treq >= end)
-      break;
     int reading = (long)(rand_r(&seed) % 1000) < o_read_permille;
-    block *l = reading ? rd : wr;
-    if ((rc = b_acquire(l)) != 0)
-      die("acquire: %s", b_strerror(rc));
-    int64_t tacq = b_now_ns();
-    sleep_ns(o_hold_us * 1000);
-    int64_t trel = b_now_ns();
-    if ((rc = b_release(l)) != 0)
-      die("release: %s", b_strerror(rc));
-    if (n == cap) {
-      cap *= 2;
-      if (!(t = realloc(t, cap * 4 * sizeof *t)))
-        die("out of memory");
-    }
-    t[4 * n] = reading;
-    t[4 * n + 1] = treq;
-    t[4 * n + 2] = tacq;
-    t[4 * n + 3] = trel;
-    n++;
+    if (!cycle(reading ? rd : wr, end, o_hold_us * 1000, ts))
+      break;
+    int64_t *t = rec_next(&r);
+    t[0] = reading;
+    memcpy(t + 1, ts, sizeof ts);
   }
   sync_touch("done");
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < r.n; i++)
     fprintf(out, "op %c %" PRId64 " %" PRId64 " %" PRId64 "\n",
-            t[4 * i] ? 'R' : 'W', t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]);
+            r.v[4 * i] ? 'R' : 'W', r.v[4 * i + 1], r.v[4 * i + 2],
+            r.v[4 * i + 3]);
   sync_wait("end");
   b_lock_free(rd);
   b_lock_free(wr);
   b_close(s);
-  free(t);
+  free(r.v);
   return 0;
 }
 
@@ -525,40 +536,19 @@ static int run_s6(void) {
   int rc = b_semaphore_new(s, o_path, (int)o_limit, &l);
   if (rc)
     die("semaphore: %s", b_strerror(rc));
-  size_t cap = 4096, n = 0;
-  int64_t *t = malloc(cap * 3 * sizeof *t);
-  if (!t)
-    die("out of memory");
-  int64_t end = window();
-  for (;;) {
-    int64_t treq = b_now_ns();
-    if (treq >= end)
-      break;
-    if ((rc = b_acquire(l)) != 0)
-      die("acquire: %s", b_strerror(rc));
-    int64_t tacq = b_now_ns();
-    sleep_ns(o_hold_us * 1000);
-    int64_t trel = b_now_ns();
-    if ((rc = b_release(l)) != 0)
-      die("release: %s", b_strerror(rc));
-    if (n == cap) {
-      cap *= 2;
-      if (!(t = realloc(t, cap * 3 * sizeof *t)))
-        die("out of memory");
-    }
-    t[3 * n] = treq;
-    t[3 * n + 1] = tacq;
-    t[3 * n + 2] = trel;
-    n++;
-  }
+  rec r;
+  rec_init(&r, 3);
+  int64_t end = window(), ts[3];
+  while (cycle(l, end, o_hold_us * 1000, ts))
+    memcpy(rec_next(&r), ts, sizeof ts);
   sync_touch("done");
-  for (size_t i = 0; i < n; i++)
-    fprintf(out, "acq %" PRId64 " %" PRId64 " %" PRId64 "\n", t[3 * i],
-            t[3 * i + 1], t[3 * i + 2]);
+  for (size_t i = 0; i < r.n; i++)
+    fprintf(out, "acq %" PRId64 " %" PRId64 " %" PRId64 "\n", r.v[3 * i],
+            r.v[3 * i + 1], r.v[3 * i + 2]);
   sync_wait("end");
   b_lock_free(l);
   b_close(s);
-  free(t);
+  free(r.v);
   return 0;
 }
 

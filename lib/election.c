@@ -81,14 +81,9 @@ void zkr_election_opts_free(zkr_election_opts *opts) {
 }
 
 int zkr_election_opts_set_id(zkr_election_opts *opts, const char *id) {
-  if (!opts || (id && zkr__contender_id_check(id) != ZKR_OK))
+  if (!opts)
     return ZKR_EINVAL;
-  char *copy = NULL;
-  if (id && !(copy = zkr__strdup(id)))
-    return ZKR_ENOMEM;
-  free(opts->id);
-  opts->id = copy;
-  return ZKR_OK;
+  return zkr__id_replace(&opts->id, id);
 }
 
 int zkr_election_opts_set_listener(zkr_election_opts *opts, zkr_election_fn fn,

@@ -76,14 +76,9 @@ int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts, int reentrant) {
 }
 
 int zkr_mutex_opts_set_id(zkr_mutex_opts *opts, const char *id) {
-  if (!opts || zkr__contender_id_check(id) != ZKR_OK)
+  if (!opts || !id)
     return ZKR_EINVAL;
-  char *copy = zkr__strdup(id);
-  if (!copy)
-    return ZKR_ENOMEM;
-  free(opts->id);
-  opts->id = copy;
-  return ZKR_OK;
+  return zkr__id_replace(&opts->id, id);
 }
 
 int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts, zkr_lock_state_fn fn,

@@ -43,6 +43,17 @@ int zkr__contender_id_check(const char *id) {
   return ZKR_OK;
 }
 
+int zkr__id_replace(char **slot, const char *id) {
+  if (id && zkr__contender_id_check(id) != ZKR_OK)
+    return ZKR_EINVAL;
+  char *copy = NULL;
+  if (id && !(copy = zkr__strdup(id)))
+    return ZKR_ENOMEM;
+  free(*slot);
+  *slot = copy;
+  return ZKR_OK;
+}
+
 /* ---- states ---- */
 
 zkr_lock_state zkr__lock_state_of(zkr__qstate st) {

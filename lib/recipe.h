@@ -23,6 +23,10 @@ int zkr__contender_data(const char *id, char *buf, size_t len);
 /* A contender id as the recipes' options take it: 1..256 bytes, no
  * control characters. ZKR_OK or ZKR_EINVAL. */
 int zkr__contender_id_check(const char *id);
+/* An options object's id: replace *@slot with a copy of @id (checked by
+ * zkr__contender_id_check(); NULL clears it). ZKR_OK, ZKR_EINVAL,
+ * ZKR_ENOMEM; *@slot is unchanged on failure. */
+int zkr__id_replace(char **slot, const char *id);
 
 /* The public state of an engine state. */
 zkr_lock_state zkr__lock_state_of(zkr__qstate st);

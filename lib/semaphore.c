@@ -231,14 +231,9 @@ void zkr_semaphore_opts_free(zkr_semaphore_opts *opts) {
 }
 
 int zkr_semaphore_opts_set_id(zkr_semaphore_opts *opts, const char *id) {
-  if (!opts || (id && zkr__contender_id_check(id) != ZKR_OK))
+  if (!opts)
     return ZKR_EINVAL;
-  char *copy = NULL;
-  if (id && !(copy = zkr__strdup(id)))
-    return ZKR_ENOMEM;
-  free(opts->id);
-  opts->id = copy;
-  return ZKR_OK;
+  return zkr__id_replace(&opts->id, id);
 }
 
 int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
