@@ -6,9 +6,10 @@
  * waiting on a children watch).
  *
  * Owns: the acquisition of n leases (admission, one lease after another,
- * leaving the admission mutex), the lease objects, the check that PATH
- * does not hold kazoo's layout, and following the limit in a shared count
- * node. Must not touch: the engine's internals (queue.h only), the
+ * leaving the admission mutex), the lease objects and the API;
+ * semaphore-prep.c checks that PATH does not hold kazoo's layout and
+ * follows the limit in a shared count node (semaphore-int.h joins the
+ * two). Must not touch: the engine's internals (queue.h only), the
  * session's internals.
  *
  * Every acquisition is a small state machine driven on the session's
@@ -27,91 +28,17 @@
  */
 #include "config.h"
 
-#include <ctype.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipe.h"
-
-struct zkr_semaphore_opts {
-  char *id;
-  char *count_path;
-  int watch_node;
-  zkr_lock_state_fn state_fn;
-  void *state_ud;
-};
-
-typedef enum { A_PREP, A_ADMIT, A_LEASE, A_END } aphase;
-
-struct zkr_lease {
-  zkr_semaphore *sem;
-  zkr__queue *q;
-  struct acq *acq;        /* the acquisition it belongs to, until handed out */
-  zkr_lease *prev, *next; /* in sem->leases once handed out */
-};
-
-struct acq {
-  zkr_semaphore *sem;
-  struct acq *next;
-  uint64_t id; /* jobs find it by this, not by its address */
-  aphase phase;
-  int n, got;
-  int try_once;
-  int64_t deadline; /* absolute, monotonic ms; -1: none */
-  zkr__queue *adm;
-  zkr_lease **tmp; /* the n lease objects of this acquisition */
-  zkr_lease **out; /* the caller's array */
-  zkr_semaphore_acquire_fn fn;
-  void *ud;
-  int restarting; /* the current lease's end starts over */
-  int cancel;     /* cancel asked */
-  int done, rc;   /* for a blocking caller */
-  int blocking;
-};
-
-struct zkr_semaphore {
-  pthread_mutex_t mu; /* recursive */
-  pthread_cond_t cv;
-  int refs;
-  int freeing;
-  zkr_session *s;
-  char *path, *locks, *leases;
-  char data[600];
-  int datalen;
-  zkr__qpolicy adm_pol, lease_pol;
-  atomic_int limit;
-  int fixed_limit;
-  char *count_path;
-  zkr_lock_state_fn state_fn;
-  void *state_ud;
-  int watch_node; /* leases watch their own node while held */
-  struct acq *acqs;
-  uint64_t next_acq_id;
-  zkr_lease *handed;
-  /* preparation: the layout check (once) and the first count read */
-  int layout_ok;
-  int prep_busy;
-  int prep_out; /* requests outstanding */
-  int prep_zrc_data, prep_zrc_kids;
-  int prep_foreign;
-  uint64_t retry_timer;
-  /* the count follower */
-  int count_state;   /* 0 unknown, 1 reading, 2 known */
-  int count_reread;  /* a read was lost with the connection: read again
-                        once it is back */
-  int count_err;     /* the last read's zkr error (ZKR_OK when known) */
-  int count_in_prep; /* the read in flight is the preparation's */
-  uint64_t count_watch;
-  uint64_t hook_id;
-};
+#include "semaphore-int.h"
 
 /* ---- small helpers ---- */
 
-static void sem_lock(zkr_semaphore *sem) {
+void zkr__sem_sem_lock(zkr_semaphore *sem) {
   pthread_mutex_lock(&sem->mu);
 }
-static void sem_unlock(zkr_semaphore *sem) {
+void zkr__sem_sem_unlock(zkr_semaphore *sem) {
   pthread_mutex_unlock(&sem->mu);
 }
 
@@ -128,15 +55,15 @@ static void sem_destroy(zkr_semaphore *sem) {
 }
 
 /* Under mu: one reference more (a request or a job in flight). */
-static void sem_ref(zkr_semaphore *sem) {
+void zkr__sem_sem_ref(zkr_semaphore *sem) {
   sem->refs++;
 }
 
 /* Drop a reference; the last one frees. Takes mu itself. */
-static void sem_unref(zkr_semaphore *sem) {
-  sem_lock(sem);
+void zkr__sem_sem_unref(zkr_semaphore *sem) {
+  zkr__sem_sem_lock(sem);
   int last = --sem->refs == 0;
-  sem_unlock(sem);
+  zkr__sem_sem_unlock(sem);
   if (last)
     sem_destroy(sem);
 }
@@ -145,19 +72,13 @@ static void sem_unref(zkr_semaphore *sem) {
  * callback, which may free the semaphore (zkr_semaphore_free() from an
  * acquisition's callback): the semaphore outlives the call. */
 static void sem_enter(zkr_semaphore *sem) {
-  sem_lock(sem);
-  sem_ref(sem);
+  zkr__sem_sem_lock(sem);
+  zkr__sem_sem_ref(sem);
 }
 static void sem_leave(zkr_semaphore *sem) {
-  sem_unlock(sem);
-  sem_unref(sem);
+  zkr__sem_sem_unlock(sem);
+  zkr__sem_sem_unref(sem);
 }
-
-struct job {
-  zkr_semaphore *sem;
-  uint64_t acq_id; /* 0: none */
-  void (*fn)(zkr_semaphore *sem, struct acq *acq);
-};
 
 /* Under mu: the acquisition @id if it is still under way. */
 static struct acq *acq_find(zkr_semaphore *sem, uint64_t id) {
@@ -172,7 +93,7 @@ static void job_teardown(zkr_semaphore *sem, struct acq *unused);
 static void job_run(void *arg) {
   struct job *j = arg;
   zkr_semaphore *sem = j->sem;
-  sem_lock(sem);
+  zkr__sem_sem_lock(sem);
   if (j->fn == job_teardown) {
     j->fn(sem, NULL);
   } else if (!sem->freeing) {
@@ -180,22 +101,22 @@ static void job_run(void *arg) {
     if (a || !j->acq_id)
       j->fn(sem, a); /* (an acquisition that ended meanwhile: nothing) */
   }
-  sem_unlock(sem);
+  zkr__sem_sem_unlock(sem);
   free(j);
-  sem_unref(sem);
+  zkr__sem_sem_unref(sem);
 }
 
 /* Under mu: run fn(sem, acq) on the event thread (inline once that has
  * stopped: the session is closed and nothing else drives). */
-static int post_job(zkr_semaphore *sem, struct acq *acq,
-                    void (*fn)(zkr_semaphore *, struct acq *)) {
+int zkr__sem_post_job(zkr_semaphore *sem, struct acq *acq,
+                      void (*fn)(zkr_semaphore *, struct acq *)) {
   struct job *j = calloc(1, sizeof *j);
   if (!j)
     return ZKR_ENOMEM;
   j->sem = sem;
   j->acq_id = acq ? acq->id : 0;
   j->fn = fn;
-  sem_ref(sem);
+  zkr__sem_sem_ref(sem);
   int rc = zkr__session_post(sem->s, job_run, j);
   if (rc == ZKR_ECLOSED) {
     fn(sem, acq);
@@ -275,145 +196,11 @@ static int lease_holds(int others, void *ctx) {
   return others + 1 <= atomic_load(&sem->limit);
 }
 
-/* ---- the count follower ---- */
-
-static int count_send(zkr_semaphore *sem);
-static int transient_zrc(int zrc);
-static void prep_step(zkr_semaphore *sem, struct acq *unused);
-static void reevaluate_all(zkr_semaphore *sem, struct acq *unused);
-
-static void count_watch_cb(zkr_session *s, int type, const char *path,
-                           void *ctx) {
-  zkr_semaphore *sem = ctx;
-  (void)s;
-  (void)type;
-  (void)path;
-  sem_lock(sem);
-  sem->count_watch = 0;
-  if (!sem->freeing && sem->count_state == 2)
-    (void)count_send(sem); /* read it again, with a new watch */
-  sem_unlock(sem);
-  sem_unref(sem);
-}
-
-/* Decode a SharedCount: 4 bytes, big-endian, signed. */
-static int count_decode(const char *v, int len, int32_t *out) {
-  if (!v || len != 4)
-    return 0;
-  const unsigned char *u = (const unsigned char *)v;
-  uint32_t x = ((uint32_t)u[0] << 24) | ((uint32_t)u[1] << 16) |
-               ((uint32_t)u[2] << 8) | (uint32_t)u[3];
-  *out = (int32_t)x;
-  return 1;
-}
-
-static void count_cb(int rc, const char *value, int len,
-                     const struct Stat *stat, const void *data) {
-  zkr_semaphore *sem = (zkr_semaphore *)data;
-  (void)stat;
-  sem_lock(sem);
-  int was_known = sem->count_state == 2;
-  int32_t v = 0;
-  if (rc == ZOK && count_decode(value, len, &v)) {
-    atomic_store(&sem->limit,
-                 v < 0 ? 0
-                       : (v > ZKR_SEMAPHORE_MAX ? ZKR_SEMAPHORE_MAX : (int)v));
-    sem->count_state = 2;
-    sem->count_err = ZKR_OK;
-    sem->count_reread = 0;
-  } else {
-    sem->count_state = 0;
-    sem->count_err = rc == ZOK ? ZKR_EBADCOUNT : zkr__from_zk(rc);
-    /* lost with the connection (its watch too): read it again when the
-     * connection is back, else a waiter admitted now would never see a
-     * change (the preparation's own read is retried by the preparation) */
-    if (transient_zrc(rc) && !sem->count_in_prep)
-      sem->count_reread = 1;
-    if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
-      sem->count_watch = 0;
-      sem->refs--; /* the watch's reference (mu held; ours remains) */
-    }
-  }
-  if (sem->count_in_prep) {
-    sem->count_in_prep = 0;
-    if (--sem->prep_out == 0 && !sem->freeing)
-      post_job(sem, NULL, prep_step);
-  } else if (!sem->freeing) {
-    if (was_known || sem->count_state == 2) {
-      post_job(sem, NULL, reevaluate_all); /* the limit may have changed */
-    }
-  }
-  sem_unlock(sem);
-  sem_unref(sem);
-}
-
-/* Under mu: read the count node with a data watch. Returns 1 if the
- * read was sent (count_cb will run). */
-static int count_send(zkr_semaphore *sem) {
-  zhandle_t *zh;
-  uint64_t gen;
-  if (zkr__session_get_zh(sem->s, &zh, &gen) != ZKR_OK) {
-    sem->count_state = 0; /* read again when connected (count_hook) */
-    sem->count_err = ZKR_ECONNLOSS;
-    sem->count_reread = 1;
-    return 0;
-  }
-  if (!sem->count_watch) {
-    uint64_t id = 0;
-    if (zkr__watch_add(sem->s, sem->count_path, ZKR__WATCH_DATA, count_watch_cb,
-                       sem, &id) == ZKR_OK) {
-      sem->count_watch = id;
-      sem_ref(sem);
-    }
-  }
-  if (sem->count_state != 2)
-    sem->count_state = 1;
-  sem_ref(sem);
-  int zrc = zoo_aget(zh, sem->count_path, 1, count_cb, sem);
-  zkr__session_put_zh(sem->s);
-  if (zrc != ZOK) {
-    sem->refs--;
-    sem->count_state = 0;
-    sem->count_err = ZKR_ECONNLOSS;
-    sem->count_reread = 1;
-    return 0;
-  }
-  return 1;
-}
-
-/* A new ZooKeeper session has none of our watches: read the count again.
- * So after a reconnection (same session) if a read was lost with the
- * connection. */
-static void count_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
-                       void *ctx) {
-  zkr_semaphore *sem = ctx;
-  (void)s;
-  (void)sid;
-  if (ev != ZKR_EV_CONNECTED && ev != ZKR_EV_RECONNECTED)
-    return;
-  sem_lock(sem);
-  if (!sem->freeing && !sem->prep_busy &&
-      (sem->count_reread ||
-       (ev == ZKR_EV_CONNECTED && sem->count_state == 2))) {
-    if (ev == ZKR_EV_CONNECTED && sem->count_watch &&
-        zkr__watch_unlink(sem->s, sem->count_watch)) {
-      sem->count_watch = 0;
-      sem->refs--;
-    }
-    sem->count_reread = 0;
-    (void)count_send(sem);
-  }
-  sem_unlock(sem);
-}
-
 /* ---- acquisitions ---- */
-
-static void acq_kick(zkr_semaphore *sem, struct acq *a);
-static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc);
 
 /* The time left: -1 without deadline, 0 to try once, ETIMEDOUT (< -1)
  * if it passed. */
-static int64_t remaining(const struct acq *a) {
+int64_t zkr__sem_remaining(const struct acq *a) {
   if (a->try_once)
     return 0;
   if (a->deadline < 0)
@@ -456,7 +243,7 @@ static void lease_unlink(zkr_semaphore *sem, zkr_lease *l) {
 /* Under mu, event thread: the acquisition ends with @rc. On failure every
  * lease node it got is deleted, then the admission node; on success the
  * admission node is deleted (not waited for) and the leases handed out. */
-static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
+void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
   if (a->phase == A_END)
     return;
   int was = a->phase;
@@ -497,21 +284,21 @@ static void lease_done(zkr__queue *q, int rc, void *ud);
  * whose grant was already on its way). */
 static void next_lease(zkr_semaphore *sem, struct acq *a) {
   if (a->cancel) {
-    acq_finish(sem, a, ZKR_ECANCELED);
+    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
     return;
   }
   if (a->got == a->n) {
-    acq_finish(sem, a, ZKR_OK);
+    zkr__sem_acq_finish(sem, a, ZKR_OK);
     return;
   }
-  int64_t left = remaining(a);
+  int64_t left = zkr__sem_remaining(a);
   if (left < -1) {
-    acq_finish(sem, a, ZKR_ETIMEDOUT);
+    zkr__sem_acq_finish(sem, a, ZKR_ETIMEDOUT);
     return;
   }
   int rc = zkr__queue_start(a->tmp[a->got]->q, left, lease_done, a);
   if (rc != ZKR_OK)
-    acq_finish(sem, a, rc);
+    zkr__sem_acq_finish(sem, a, rc);
 }
 
 /* Under mu, event thread: the admission node or a lease got so far was
@@ -539,12 +326,12 @@ static void lease_done(zkr__queue *q, int rc, void *ud) {
       zkr__queue_release(a->adm);
       a->got = 0;
       a->phase = A_ADMIT;
-      acq_kick(sem, a);
+      zkr__sem_acq_kick(sem, a);
     } else if (rc == ZKR_OK) {
       a->got++;
       next_lease(sem, a);
     } else {
-      acq_finish(sem, a, rc);
+      zkr__sem_acq_finish(sem, a, rc);
     }
   }
   sem_leave(sem);
@@ -556,16 +343,16 @@ static void adm_done(zkr__queue *q, int rc, void *ud) {
   sem_enter(sem);
   if (a->phase == A_ADMIT) {
     if (rc != ZKR_OK) {
-      acq_finish(sem, a, rc);
+      zkr__sem_acq_finish(sem, a, rc);
     } else if (a->cancel) {
       a->phase = A_LEASE; /* so that the admission node is released */
-      acq_finish(sem, a, ZKR_ECANCELED);
+      zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
     } else if (zkr__queue_state(q) == ZKR__Q_LOST) {
       /* admitted, but the node went with its session before we heard
        * (its LOST came while we were not yet admitted): queue again, or
        * the leases would be waited for outside the admission mutex */
       zkr__queue_release(q);
-      acq_kick(sem, a);
+      zkr__sem_acq_kick(sem, a);
     } else {
       a->phase = A_LEASE;
       next_lease(sem, a);
@@ -605,42 +392,43 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
 }
 
 /* Under mu, event thread: start (or start over) an acquisition. */
-static void acq_kick(zkr_semaphore *sem, struct acq *a) {
+void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
   if (a->phase == A_END)
     return;
   if (a->cancel) {
-    acq_finish(sem, a, ZKR_ECANCELED);
+    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
     return;
   }
   if (!sem->layout_ok || (sem->count_path && sem->count_state != 2)) {
     a->phase = A_PREP;
-    prep_step(sem, NULL);
+    zkr__sem_prep_step(sem, NULL);
     return;
   }
   if (a->n > atomic_load(&sem->limit) && atomic_load(&sem->limit) > 0 &&
       sem->count_path) {
-    acq_finish(sem, a, ZKR_EINVAL); /* more than the shared count allows */
+    zkr__sem_acq_finish(sem, a,
+                        ZKR_EINVAL); /* more than the shared count allows */
     return;
   }
-  int64_t left = remaining(a);
+  int64_t left = zkr__sem_remaining(a);
   if (left < -1) {
-    acq_finish(sem, a, ZKR_ETIMEDOUT);
+    zkr__sem_acq_finish(sem, a, ZKR_ETIMEDOUT);
     return;
   }
   a->phase = A_ADMIT;
   int rc = zkr__queue_start(a->adm, left, adm_done, a);
   if (rc != ZKR_OK)
-    acq_finish(sem, a, rc);
+    zkr__sem_acq_finish(sem, a, rc);
 }
 
 static void job_kick(zkr_semaphore *sem, struct acq *a) {
-  acq_kick(sem, a);
+  zkr__sem_acq_kick(sem, a);
 }
 
 static void job_cancel(zkr_semaphore *sem, struct acq *a) {
   a->cancel = 1;
   if (a->phase == A_PREP)
-    acq_finish(sem, a, ZKR_ECANCELED);
+    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
   else if (a->phase == A_ADMIT)
     zkr__queue_cancel(a->adm);
   else if (a->phase == A_LEASE)
@@ -648,184 +436,11 @@ static void job_cancel(zkr_semaphore *sem, struct acq *a) {
                                              already, next_lease() ends it) */
 }
 
-static void reevaluate_all(zkr_semaphore *sem, struct acq *unused) {
+void zkr__sem_reevaluate_all(zkr_semaphore *sem, struct acq *unused) {
   (void)unused;
   for (struct acq *a = sem->acqs; a; a = a->next)
     if (a->phase == A_LEASE && !a->restarting)
       zkr__queue_reevaluate(a->tmp[a->got]->q);
-}
-
-/* ---- the preparation: kazoo's layout, the first count read ---- */
-
-/* Is @name a decimal number (what kazoo stores as its max_leases)? */
-static int is_number(const char *v, int len) {
-  if (!v || len <= 0)
-    return 0;
-  int i = v[0] == '-' ? 1 : 0;
-  if (i >= len)
-    return 0;
-  for (; i < len; i++)
-    if (!isdigit((unsigned char)v[i]))
-      return 0;
-  return 1;
-}
-
-static void layout_data_cb(int rc, const char *value, int len,
-                           const struct Stat *stat, const void *data) {
-  zkr_semaphore *sem = (zkr_semaphore *)data;
-  (void)stat;
-  sem_lock(sem);
-  sem->prep_zrc_data = rc;
-  if (rc == ZOK && is_number(value, len))
-    sem->prep_foreign = 1;
-  if (--sem->prep_out == 0 && !sem->freeing)
-    post_job(sem, NULL, prep_step);
-  sem_unlock(sem);
-  sem_unref(sem);
-}
-
-static void layout_kids_cb(int rc, const struct String_vector *names,
-                           const void *data) {
-  zkr_semaphore *sem = (zkr_semaphore *)data;
-  sem_lock(sem);
-  sem->prep_zrc_kids = rc;
-  for (int i = 0; rc == ZOK && names && i < names->count; i++)
-    if (strcmp(names->data[i], "locks") != 0 &&
-        strcmp(names->data[i], "leases") != 0)
-      sem->prep_foreign = 1; /* kazoo's lease nodes sit right under PATH */
-  if (--sem->prep_out == 0 && !sem->freeing)
-    post_job(sem, NULL, prep_step);
-  sem_unlock(sem);
-  sem_unref(sem);
-}
-
-static void retry_fired(void *arg) {
-  zkr_semaphore *sem = arg;
-  sem_lock(sem);
-  sem->retry_timer = 0;
-  if (!sem->freeing)
-    prep_step(sem, NULL);
-  sem_unlock(sem);
-  sem_unref(sem);
-}
-
-/* Under mu: the acquisitions waiting for the preparation end with @rc
- * (ZKR_OK: they go on), or, for a transient @rc, those whose deadline
- * passed end and the others wait for a retry. */
-static void prep_settle(zkr_semaphore *sem, int rc) {
-  zkr_session_state st = zkr_session_state_get(sem->s);
-  if (rc != ZKR_OK && st == ZKR_STATE_CLOSED)
-    rc = ZKR_ECLOSED; /* (a request failed with ZCLOSING) */
-  else if (rc == ZKR_ECONNLOSS && st == ZKR_STATE_LOST &&
-           !zkr__session_renews(sem->s))
-    rc = ZKR_ESESSIONLOST; /* no session will come to retry in */
-  int retry = 0;
-  struct acq *a = sem->acqs;
-  while (a) {
-    struct acq *next = a->next;
-    if (a->phase == A_PREP) {
-      if (rc == ZKR_OK)
-        acq_kick(sem, a);
-      else if (rc != ZKR_ECONNLOSS)
-        acq_finish(sem, a, rc);
-      else if (a->try_once)
-        acq_finish(sem, a, ZKR_ECONNLOSS);
-      else if (remaining(a) < -1)
-        acq_finish(sem, a, ZKR_ETIMEDOUT);
-      else
-        retry = 1;
-    }
-    a = next;
-  }
-  if (retry && !sem->retry_timer) {
-    uint64_t id = 0;
-    sem_ref(sem);
-    if (zkr__timer_add(sem->s, zkr__now_ms() + 200, retry_fired, sem, &id) ==
-        ZKR_OK) {
-      sem->retry_timer = id;
-    } else {
-      sem->refs--;
-      /* nothing would drive them: end them now */
-      prep_settle(sem, zkr_session_state_get(sem->s) == ZKR_STATE_CLOSED
-                           ? ZKR_ECLOSED
-                           : ZKR_ENOMEM);
-    }
-  }
-}
-
-static int transient_zrc(int zrc) {
-  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ||
-         zrc == ZSESSIONEXPIRED || zrc == ZSESSIONMOVED;
-}
-
-/* Under mu, event thread: send what the preparation still needs, or, when
- * its answers are in, settle the acquisitions waiting for it. */
-static void prep_step(zkr_semaphore *sem, struct acq *unused) {
-  (void)unused;
-  if (sem->prep_busy && sem->prep_out > 0)
-    return; /* answers still to come */
-  if (sem->prep_busy) {
-    /* the answers are in */
-    sem->prep_busy = 0;
-    int rc = ZKR_OK;
-    if (!sem->layout_ok) {
-      int zd = sem->prep_zrc_data, zk = sem->prep_zrc_kids;
-      if (sem->prep_foreign)
-        rc = ZKR_EFOREIGN;
-      else if ((zd == ZOK || zd == ZNONODE) && (zk == ZOK || zk == ZNONODE))
-        sem->layout_ok = 1;
-      else
-        rc = transient_zrc(zd) || transient_zrc(zk)
-                 ? ZKR_ECONNLOSS
-                 : zkr__from_zk(zd != ZOK && zd != ZNONODE ? zd : zk);
-    }
-    if (rc == ZKR_OK && sem->count_path && sem->count_state != 2)
-      rc = sem->count_err == ZKR_ECONNLOSS || sem->count_err == ZKR_ETIMEDOUT
-               ? ZKR_ECONNLOSS
-               : (sem->count_err != ZKR_OK ? sem->count_err : ZKR_ECONNLOSS);
-    prep_settle(sem, rc);
-    return;
-  }
-  int need = 0;
-  for (struct acq *a = sem->acqs; a; a = a->next)
-    need |= a->phase == A_PREP;
-  if (!need)
-    return;
-  zhandle_t *zh;
-  uint64_t gen;
-  if (zkr__session_get_zh(sem->s, &zh, &gen) != ZKR_OK) {
-    prep_settle(sem, ZKR_ECONNLOSS); /* (ECLOSED once closed) */
-    return;
-  }
-  sem->prep_busy = 1;
-  sem->prep_out = 0;
-  sem->prep_foreign = 0;
-  if (!sem->layout_ok) {
-    sem->prep_out += 2;
-    sem_ref(sem);
-    if (zoo_aget(zh, sem->path, 0, layout_data_cb, sem) != ZOK) {
-      sem->refs--;
-      sem->prep_out--;
-      sem->prep_zrc_data = ZCONNECTIONLOSS;
-    }
-    sem_ref(sem);
-    if (zoo_aget_children(zh, sem->path, 0, layout_kids_cb, sem) != ZOK) {
-      sem->refs--;
-      sem->prep_out--;
-      sem->prep_zrc_kids = ZCONNECTIONLOSS;
-    }
-  }
-  zkr__session_put_zh(sem->s);
-  if (sem->count_path && sem->count_state != 2 && !sem->count_in_prep) {
-    sem->prep_out++;
-    sem->count_in_prep = 1;
-    if (!count_send(sem)) {
-      sem->count_in_prep = 0;
-      sem->prep_out--;
-    }
-  }
-  if (sem->prep_out == 0)
-    prep_step(sem, NULL);
 }
 
 /* ---- the object ---- */
@@ -876,8 +491,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
     sem->state_ud = opts->state_ud;
     sem->watch_node = opts->watch_node;
   }
-  if (cpath &&
-      zkr__session_hook_add(s, count_hook, sem, &sem->hook_id) != ZKR_OK)
+  if (cpath && zkr__session_hook_add(s, zkr__sem_count_hook, sem,
+                                     &sem->hook_id) != ZKR_OK)
     goto nomem;
   *out = sem;
   return ZKR_OK;
@@ -950,7 +565,7 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->id = ++sem->next_acq_id;
   a->next = sem->acqs;
   sem->acqs = a;
-  rc = post_job(sem, a, job_kick);
+  rc = zkr__sem_post_job(sem, a, job_kick);
   if (rc != ZKR_OK) {
     acq_unlink(sem, a);
     sem_leave(sem);
@@ -970,11 +585,11 @@ int zkr_semaphore_acquire(zkr_semaphore *sem, int n, int64_t timeout_ms,
   int rc = acq_start(sem, n, timeout_ms, leases, NULL, NULL, 1, &a);
   if (rc != ZKR_OK)
     return rc;
-  sem_lock(sem);
+  zkr__sem_sem_lock(sem);
   while (!a->done)
     pthread_cond_wait(&sem->cv, &sem->mu);
   rc = a->rc;
-  sem_unlock(sem);
+  zkr__sem_sem_unlock(sem);
   acq_free(a);
   return rc;
 }
@@ -997,7 +612,7 @@ int zkr_semaphore_cancel(zkr_semaphore *sem) {
     next = a->next; /* (a job run inline, the session closed, may end a) */
     if (a->phase != A_END && !a->cancel) {
       a->cancel = 1;
-      if (post_job(sem, a, job_cancel) == ZKR_OK)
+      if (zkr__sem_post_job(sem, a, job_cancel) == ZKR_OK)
         rc = ZKR_OK;
     }
   }
@@ -1016,7 +631,7 @@ static void job_teardown(zkr_semaphore *sem, struct acq *unused) {
     struct acq *a = sem->acqs;
     a->cancel = 1;
     sem->freeing = 1;
-    acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freeing */
+    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freeing */
   }
   while (sem->handed) {
     zkr_lease *l = sem->handed;
@@ -1041,7 +656,7 @@ void zkr_semaphore_free(zkr_semaphore *sem) {
     return;
   if (sem->hook_id)
     zkr__session_hook_remove(sem->s, sem->hook_id);
-  sem_lock(sem);
+  zkr__sem_sem_lock(sem);
   sem->freeing = 1;
   if (zkr__tls_in_callback) {
     job_teardown(sem, NULL);
@@ -1051,7 +666,7 @@ void zkr_semaphore_free(zkr_semaphore *sem) {
     if (j) {
       j->sem = sem;
       j->fn = job_teardown;
-      sem_ref(sem);
+      zkr__sem_sem_ref(sem);
       rc = zkr__session_post(sem->s, job_run, j);
       if (rc != ZKR_OK) {
         sem->refs--;
@@ -1063,8 +678,8 @@ void zkr_semaphore_free(zkr_semaphore *sem) {
     while (sem->freeing != 2)
       pthread_cond_wait(&sem->cv, &sem->mu);
   }
-  sem_unlock(sem);
-  sem_unref(sem);
+  zkr__sem_sem_unlock(sem);
+  zkr__sem_sem_unref(sem);
 }
 
 /* ---- leases ---- */
@@ -1073,9 +688,9 @@ int zkr_lease_release(zkr_lease *l) {
   if (!l)
     return ZKR_EINVAL;
   zkr_semaphore *sem = l->sem;
-  sem_lock(sem);
+  zkr__sem_sem_lock(sem);
   lease_unlink(sem, l);
-  sem_unlock(sem);
+  zkr__sem_sem_unlock(sem);
   int rc = zkr__queue_release(l->q);
   zkr__queue_free(l->q);
   free(l);
