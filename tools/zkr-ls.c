@@ -494,7 +494,7 @@ int main(int argc, char **argv) {
   const char *servers = default_servers();
   int recursive = 0;
   long connect_ms = 10000;
-  enum { OPT_CONNECT = 256, OPT_PERMITS };
+  enum { OPT_PERMITS = OPT_NEXT };
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
       {"recursive", no_argument, NULL, 'r'},
