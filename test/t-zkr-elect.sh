@@ -20,6 +20,8 @@ participants() {
   "$zls" --json "$1" | "$py" -c 'import json,sys; print(len(json.load(sys.stdin)["contenders"]))'
 }
 has_participants() { [ "$(participants "$1")" = "$2" ]; }
+# gate ID: shell code that waits until the test creates the file go-ID
+gate() { echo "while [ ! -e '$tmp/go-$1' ]; do sleep 0.05; done"; }
 
 # --- usage errors: exit 64, nothing created ---
 "$ze" --help >"$tmp/help" 2>&1
@@ -82,7 +84,7 @@ ok $? "it left the election when the command ended"
 # cmd ID: a command that logs its start (with its token), waits for the
 # file go-ID, logs its end
 cmd() {
-  echo "echo \"start $1 \$ZKR_FENCING_TOKEN\" >>'$tmp/two.log'; while [ ! -e '$tmp/go-$1' ]; do sleep 0.05; done; echo \"end $1\" >>'$tmp/two.log'; exit ${2:-0}"
+  echo "echo \"start $1 \$ZKR_FENCING_TOKEN\" >>'$tmp/two.log'; $(gate "$1"); echo \"end $1\" >>'$tmp/two.log'; exit ${2:-0}"
 }
 "$ze" --id A "$root/two" -- sh -c "$(cmd A 3)" &
 a=$!; pids+=($a)
@@ -174,7 +176,7 @@ ok $? "no node left behind"
 p=$!; pids+=($p)
 wait_for 30 grep -qs "start P" "$tmp/p.log"
 ok $? "P leads and runs its command"
-"$ze" --id Q "$root/p" -- sh -c "echo start Q >>'$tmp/p.log'; while [ ! -e '$tmp/go-Q' ]; do sleep 0.05; done" &
+"$ze" --id Q "$root/p" -- sh -c "echo start Q >>'$tmp/p.log'; $(gate Q)" &
 q=$!; pids+=($q)
 wait_for 30 has_participants "$root/p" 2
 kill -STOP $p
@@ -201,11 +203,11 @@ o2=$!; pids+=($o2)
 wait_for 30 grep -qs "^none$" "$tmp/o.txt"
 ok $? "--observe prints none while nobody leads"
 wait_for 30 grep -qs "null" "$tmp/o.json"
-"$ze" --id O1 "$root/o" -- sh -c "while [ ! -e '$tmp/go-O1' ]; do sleep 0.05; done" &
+"$ze" --id O1 "$root/o" -- sh -c "$(gate O1)" &
 r1=$!; pids+=($r1)
 wait_for 30 grep -qs "^id=O1 " "$tmp/o.txt"
 ok $? "change 1: O1 leads"
-"$ze" --id O2 "$root/o" -- sh -c "while [ ! -e '$tmp/go-O2' ]; do sleep 0.05; done" &
+"$ze" --id O2 "$root/o" -- sh -c "$(gate O2)" &
 r2=$!; pids+=($r2)
 wait_for 30 has_participants "$root/o" 2
 touch "$tmp/go-O1"
@@ -232,7 +234,7 @@ PY
 ok $? "one line per change, in order, text and JSON (none, O1, O2, none)"
 
 # --- zkr-ls: latch and selector nodes in one election, also with -r ---
-"$ze" --id L "$root/mix/e" -- sh -c "echo up >'$tmp/mix.up'; while [ ! -e '$tmp/go-mix' ]; do sleep 0.05; done" &
+"$ze" --id L "$root/mix/e" -- sh -c "echo up >'$tmp/mix.up'; $(gate mix)" &
 m=$!; pids+=($m)
 wait_for 30 test -s "$tmp/mix.up"
 "$py" - "$hosts" "$root/mix" "$zls" <<'PY'

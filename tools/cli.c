@@ -23,14 +23,19 @@
 
 extern char **environ;
 
+/* "prog: MESSAGE" on stderr. */
+static void vmsg(const char *fmt, va_list ap) {
+  char buf[2048];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  fprintf(stderr, "%s: %s\n", prog, buf);
+}
+
 void usage_error(const char *fmt, ...) {
-  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  vmsg(fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, buf,
-          prog);
+  fprintf(stderr, "Try '%s --help' for more information.\n", prog);
   exit(EX_USAGE);
 }
 
@@ -238,17 +243,45 @@ void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+int parse_owner(const char *data, struct owner *o) {
+  memset(o, 0, sizeof *o);
+  if (!data || strncmp(data, "host=", 5) != 0)
+    return 0;
+  const char *h = data + 5, *sp = strchr(h, ' ');
+  if (!sp || (size_t)(sp - h) >= sizeof o->host)
+    return 0;
+  memcpy(o->host, h, (size_t)(sp - h));
+  if (strncmp(sp + 1, "pid=", 4) != 0)
+    return 0;
+  char *end;
+  errno = 0;
+  o->pid = strtol(sp + 5, &end, 10);
+  if (errno || end == sp + 5)
+    return 0;
+  if (*end == '\0')
+    return 1;
+  if (strncmp(end, " id=", 4) != 0)
+    return 0;
+  snprintf(o->id, sizeof o->id, "%s", end + 4);
+  return 1;
+}
+
+void json_owner(FILE *f, const struct owner *o) {
+  fprintf(f, ",\"host\":");
+  json_string(f, o->host);
+  fprintf(f, ",\"pid\":%ld,\"id\":", o->pid);
+  json_string(f, o->id);
+}
+
 /* ---- the tools that run a COMMAND ---- */
 
 int verbose;
 
 void msg(const char *fmt, ...) {
-  char buf[2048];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  vmsg(fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s: %s\n", prog, buf);
 }
 
 int64_t now_ms(void) {

@@ -56,6 +56,18 @@ const char *esc(const char *s);
  * invalid bytes read as the Latin-1 characters of the same value). */
 void json_string(FILE *f, const char *s);
 
+/* Fields of zkr's node data "host=H pid=P id=I" (id last: it may hold
+ * spaces). */
+struct owner {
+  char host[256];
+  long pid;
+  char id[512];
+};
+/* @data's fields into *@o; 0 if @data is not in that form. */
+int parse_owner(const char *data, struct owner *o);
+/* ,"host":H,"pid":P,"id":I on @f: the members of a JSON object. */
+void json_owner(FILE *f, const struct owner *o);
+
 /* ---- the tools that run a COMMAND: zkr-lock, zkr-elect ---- */
 
 /* -v given this many times. */

@@ -97,37 +97,15 @@ static void help(void) {
 
 /* ---- --leader and --observe ---- */
 
-/* Fields of zkr's node data "host=H pid=P id=I" (id last: it may hold
- * spaces); 0 if @data is not in that form. */
-static int parse_owner(const char *data, char *host, size_t hlen, long *pid,
-                       const char **id) {
-  if (!data || strncmp(data, "host=", 5) != 0)
-    return 0;
-  const char *h = data + 5, *sp = strchr(h, ' ');
-  if (!sp || (size_t)(sp - h) >= hlen || strncmp(sp + 1, "pid=", 4) != 0)
-    return 0;
-  char *end;
-  errno = 0;
-  long v = strtol(sp + 5, &end, 10);
-  if (errno || end == sp + 5 || (*end && strncmp(end, " id=", 4) != 0))
-    return 0;
-  memcpy(host, h, (size_t)(sp - h));
-  host[sp - h] = '\0';
-  *pid = v;
-  *id = *end ? end + 4 : "";
-  return 1;
-}
-
 /* One line for @p, the leader of @path (NULL: none): text or JSON. */
 static void print_leader(const char *path, const zkr_participant *p) {
-  char node[2048] = "", host[256] = "";
-  long pid = 0;
-  const char *id = NULL;
+  char node[2048] = "";
+  struct owner o;
   int ours = 0;
   if (p) {
     snprintf(node, sizeof node, "%s/%s", strcmp(path, "/") ? path : "",
              p->node);
-    ours = parse_owner(p->data, host, sizeof host, &pid, &id);
+    ours = parse_owner(p->data, &o);
   }
   if (json) {
     printf("{\"path\":");
@@ -140,13 +118,8 @@ static void print_leader(const char *path, const zkr_participant *p) {
       json_string(stdout, node);
       printf(",\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"", p->czxid,
              (uint64_t)p->session_id);
-      if (ours) {
-        printf(",\"id\":");
-        json_string(stdout, id);
-        printf(",\"host\":");
-        json_string(stdout, host);
-        printf(",\"pid\":%ld", pid);
-      }
+      if (ours)
+        json_owner(stdout, &o);
       printf(",\"data\":");
       json_string(stdout, p->data);
       printf(",\"joined_at_ms\":%" PRId64 "}}\n", p->ctime_ms);
@@ -155,7 +128,7 @@ static void print_leader(const char *path, const zkr_participant *p) {
     printf("none\n");
   } else if (ours) {
     printf("id=%s host=%s pid=%ld token=%" PRId64 " node=%s\n",
-           id[0] ? esc(id) : "-", esc(host), pid, p->czxid, esc(node));
+           o.id[0] ? esc(o.id) : "-", esc(o.host), o.pid, p->czxid, esc(node));
   } else {
     /* another library's participant (Curator's latch: its id as data) */
     printf("id=%s host=- pid=- token=%" PRId64 " node=%s\n",

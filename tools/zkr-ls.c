@@ -20,7 +20,6 @@
 #include "config.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -93,37 +92,6 @@ static int has_seq(const char *name) {
   for (size_t i = n - 10; i < n; i++)
     if (!isdigit((unsigned char)name[i]) && !(i == n - 10 && name[i] == '-'))
       return 0;
-  return 1;
-}
-
-/* Fields of zkr's node data "host=H pid=P id=I" (id last: it may hold
- * spaces). Returns 0 if @data is not in that form. */
-struct owner {
-  char host[256];
-  long pid;
-  char id[512];
-};
-
-static int parse_owner(const char *data, struct owner *o) {
-  memset(o, 0, sizeof *o);
-  if (!data || strncmp(data, "host=", 5) != 0)
-    return 0;
-  const char *h = data + 5, *sp = strchr(h, ' ');
-  if (!sp || (size_t)(sp - h) >= sizeof o->host)
-    return 0;
-  memcpy(o->host, h, (size_t)(sp - h));
-  if (strncmp(sp + 1, "pid=", 4) != 0)
-    return 0;
-  char *end;
-  errno = 0;
-  o->pid = strtol(sp + 5, &end, 10);
-  if (errno || end == sp + 5)
-    return 0;
-  if (*end == '\0')
-    return 1;
-  if (strncmp(end, " id=", 4) != 0)
-    return 0;
-  snprintf(o->id, sizeof o->id, "%s", end + 4);
   return 1;
 }
 
@@ -244,12 +212,8 @@ static void show_queue(const char *path, const struct view *v) {
              "\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"",
              p[i].seq, p[i].is_holder ? "holder" : "waiter",
              kind_in(v, p[i].node), p[i].czxid, (uint64_t)p[i].session_id);
-      if (ours) {
-        printf(",\"host\":");
-        json_string(stdout, o.host);
-        printf(",\"pid\":%ld,\"id\":", o.pid);
-        json_string(stdout, o.id);
-      }
+      if (ours)
+        json_owner(stdout, &o);
       printf(",\"data\":");
       json_string(stdout, p[i].data);
       printf(",\"queued_at_ms\":%" PRId64 ",\"age_ms\":%" PRId64 "}",
