@@ -2,21 +2,40 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "cli.h"
 
+extern char **environ;
+
+/* "prog: MESSAGE" on stderr. */
+static void vmsg(const char *fmt, va_list ap) {
+  char buf[2048];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  fprintf(stderr, "%s: %s\n", prog, buf);
+}
+
 void usage_error(const char *fmt, ...) {
-  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  vmsg(fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, buf,
-          prog);
+  fprintf(stderr, "Try '%s --help' for more information.\n", prog);
   exit(EX_USAGE);
 }
 
@@ -222,4 +241,521 @@ void json_string(FILE *f, const char *s) {
     }
   }
   fputc('"', f);
+}
+
+int parse_owner(const char *data, struct owner *o) {
+  memset(o, 0, sizeof *o);
+  if (!data || strncmp(data, "host=", 5) != 0)
+    return 0;
+  const char *h = data + 5, *sp = strchr(h, ' ');
+  if (!sp || (size_t)(sp - h) >= sizeof o->host)
+    return 0;
+  memcpy(o->host, h, (size_t)(sp - h));
+  if (strncmp(sp + 1, "pid=", 4) != 0)
+    return 0;
+  char *end;
+  errno = 0;
+  o->pid = strtol(sp + 5, &end, 10);
+  if (errno || end == sp + 5)
+    return 0;
+  if (*end == '\0')
+    return 1;
+  if (strncmp(end, " id=", 4) != 0)
+    return 0;
+  snprintf(o->id, sizeof o->id, "%s", end + 4);
+  return 1;
+}
+
+void json_owner(FILE *f, const struct owner *o) {
+  fprintf(f, ",\"host\":");
+  json_string(f, o->host);
+  fprintf(f, ",\"pid\":%ld,\"id\":", o->pid);
+  json_string(f, o->id);
+}
+
+/* ---- the tools that run a COMMAND ---- */
+
+int verbose;
+
+void msg(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg(fmt, ap);
+  va_end(ap);
+}
+
+int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s && s[1] ? s + 1 : p;
+}
+
+int exit_for(int rc) {
+  if (rc == ZKR_ESESSIONLOST || rc == ZKR_ECONNLOSS)
+    return EX_TEMPFAIL;
+  if (rc == ZKR_ENOAUTH || rc == ZKR_ENONODE || rc == ZKR_EZK ||
+      rc == ZKR_EEPHEMERAL || rc == ZKR_EFOREIGN)
+    return EX_UNAVAILABLE;
+  return EX_SOFTWARE;
+}
+
+void run_opts_init(struct run_opts *o) {
+  o->servers = default_servers();
+  o->session_ms = 10000;
+  o->connect_ms = 10000;
+  o->id = NULL;
+  o->kill_after_ms = 10000;
+}
+
+int run_opt(struct run_opts *o, int c, const char *arg) {
+  switch (c) {
+  case 's':
+    o->servers = arg;
+    return 1;
+  case OPT_SESSION:
+    if (parse_long(arg, ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX,
+                   &o->session_ms) != 0)
+      usage_error("invalid session timeout '%s': milliseconds, %d to %d",
+                  esc(arg), ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX);
+    return 1;
+  case OPT_CONNECT:
+    if (parse_long(arg, 1, INT_MAX, &o->connect_ms) != 0)
+      usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
+                  esc(arg), INT_MAX);
+    return 1;
+  case OPT_ID:
+    o->id = arg;
+    return 1;
+  case OPT_KILL_AFTER:
+    if (parse_seconds(arg, &o->kill_after_ms) != 0)
+      usage_error("invalid --kill-after '%s': seconds as a plain decimal, "
+                  "0 or at least 0.001 (1 ms)",
+                  esc(arg));
+    return 1;
+  case 'v':
+    verbose++;
+    return 1;
+  case 'V':
+    printf("%s (zkr) %s\n", prog, zkr_version());
+    exit(0);
+  default:
+    return 0;
+  }
+}
+
+/* The signals the tools take over. */
+static const int handled[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                              SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM};
+#define NHANDLED (sizeof handled / sizeof handled[0])
+
+static int wake_pipe[2] = {-1, -1};
+static int signal_fd = -1;
+
+/* Which handled signals were ignored at start: they stay ignored, in the
+ * tool and in COMMAND. */
+static int ignored_at_start[NHANDLED];
+
+int signals_setup(sigset_t *oldmask) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (size_t i = 0; i < NHANDLED; i++) {
+    struct sigaction sa;
+    ignored_at_start[i] =
+        sigaction(handled[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+    if (handled[i] == SIGCHLD && ignored_at_start[i])
+      signal(SIGCHLD, SIG_DFL); /* else children are reaped unseen */
+    else if (ignored_at_start[i])
+      continue; /* ignored at start: stays ignored */
+    sigaddset(&mask, handled[i]);
+  }
+  /* Also SIGTTOU (not taken): the tool may write its messages while
+   * COMMAND's group has the terminal, even with tostop set. */
+  sigset_t blocked = mask;
+  sigaddset(&blocked, SIGTTOU);
+  if (sigprocmask(SIG_BLOCK, &blocked, oldmask) != 0) {
+    msg("sigprocmask: %s", strerror(errno));
+    return -1;
+  }
+  signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd < 0 || pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    msg("signalfd/pipe: %s", strerror(errno));
+    return -1;
+  }
+  return signal_fd;
+}
+
+/* In COMMAND, before exec: the dispositions and mask the tool started
+ * with (ignored stays ignored, the rest default). */
+static void restore_signals(const sigset_t *oldmask) {
+  for (size_t i = 0; i < NHANDLED; i++)
+    signal(handled[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
+  sigprocmask(SIG_SETMASK, oldmask, NULL);
+}
+
+void wake(void) {
+  char c = 1;
+  ssize_t w = write(wake_pipe[1], &c, 1);
+  (void)w; /* a full pipe already wakes the loop */
+}
+
+int wake_fd(void) {
+  return wake_pipe[0];
+}
+
+void drain(int fd) {
+  char buf[64];
+  while (read(fd, buf, sizeof buf) > 0)
+    ;
+}
+
+int take_signal(int sfd) {
+  struct signalfd_siginfo si;
+  int got = 0;
+  while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+    int sig = (int)si.ssi_signo;
+    if (sig == SIGCHLD || sig == SIGALRM || sig == SIGUSR1 || sig == SIGUSR2)
+      continue; /* nothing to forward to yet */
+    if (!got)
+      got = sig;
+  }
+  return got;
+}
+
+int die_by_signal(int sig) {
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  raise(sig);
+  sigprocmask(SIG_UNBLOCK, &one, NULL);
+  return 128 + sig;
+}
+
+static void on_session(zkr_session *s, zkr_session_event ev, int64_t sid,
+                       void *ud) {
+  (void)s;
+  (void)ud;
+  if (ev != ZKR_EV_CLOSED)
+    msg("ZooKeeper session 0x%llx: %s", (unsigned long long)sid,
+        zkr_session_event_name(ev));
+}
+
+int run_session(const struct run_opts *o, int renew, zkr_session **out) {
+  if (verbose > 1)
+    zkr_set_log_hook(zkr_log_stderr, verbose > 2 ? ZKR_LOG_INFO : ZKR_LOG_WARN,
+                     NULL);
+  zkr_session_opts *so = NULL;
+  int rc = zkr_session_opts_new(&so);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_session_timeout(so, (int)o->session_ms);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_connect_timeout(so, (int)o->connect_ms);
+  if (rc == ZKR_OK && !renew)
+    rc = zkr_session_opts_set_renew(so, 0);
+  if (rc != ZKR_OK) {
+    msg("%s", zkr_strerror(rc));
+    zkr_session_opts_free(so);
+    return EX_SOFTWARE;
+  }
+  *out = NULL;
+  rc = zkr_session_new(out, o->servers, so);
+  zkr_session_opts_free(so);
+  if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
+    usage_error("invalid servers '%s': %s", esc(o->servers), zkr_strerror(rc));
+  if (rc != ZKR_OK) {
+    msg("cannot reach ZooKeeper at %s: %s", o->servers, zkr_strerror(rc));
+    return rc == ZKR_ENOMEM ? EX_SOFTWARE : EX_UNAVAILABLE;
+  }
+  if (verbose)
+    zkr_session_add_listener(*out, on_session, NULL, NULL);
+  return 0;
+}
+
+/* Built before fork. */
+char **child_env(const char *node_var, int64_t token, const char *node) {
+  size_t n = 0, vl = strlen(node_var);
+  while (environ[n])
+    n++;
+  char **env = calloc(n + 3, sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strncmp(environ[i], "ZKR_FENCING_TOKEN=", 18) == 0 ||
+        (strncmp(environ[i], node_var, vl) == 0 && environ[i][vl] == '='))
+      continue;
+    env[k++] = environ[i];
+  }
+  char *t = malloc(64);
+  size_t nl = vl + strlen(node) + 2;
+  char *p = malloc(nl);
+  if (!t || !p) {
+    free(t);
+    free(p);
+    free(env);
+    return NULL;
+  }
+  snprintf(t, 64, "ZKR_FENCING_TOKEN=%lld", (long long)token);
+  snprintf(p, nl, "%s=%s", node_var, node);
+  env[k++] = t;
+  env[k++] = p;
+  env[k] = NULL;
+  return env;
+}
+
+/* Frees what child_env() allocated: the array and its last two entries. */
+void free_env(char **env) {
+  size_t n = 0;
+  while (env[n])
+    n++;
+  free(env[n - 1]);
+  free(env[n - 2]);
+  free(env);
+}
+
+/* ---- the guard process between the tool and COMMAND ---- */
+
+enum { GUARD_PID = 1, GUARD_STATUS = 2 };
+struct guard_msg {
+  int32_t kind;
+  int32_t value;
+};
+
+static int write_msg(int fd, int kind, int value) {
+  struct guard_msg gm = {kind, value};
+  return write(fd, &gm, sizeof gm) == (ssize_t)sizeof gm;
+}
+
+/* Blocking read of one message; 0 at EOF (the guard is gone). */
+static int read_msg(int fd, struct guard_msg *gm) {
+  size_t got = 0;
+  while (got < sizeof *gm) {
+    ssize_t r = read(fd, (char *)gm + got, sizeof *gm - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return 0;
+    got += (size_t)r;
+  }
+  return 1;
+}
+
+/* Signal COMMAND's whole process group. */
+static void signal_group(pid_t leader, int sig) {
+  if (leader > 0)
+    kill(-leader, sig);
+}
+
+/* Make @pgrp the foreground process group of @tty, from a process that
+ * may be in the background (SIGTTOU blocked meanwhile). */
+static void set_foreground(int tty, pid_t pgrp) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  if (tcsetpgrp(tty, pgrp) != 0 && verbose)
+    msg("cannot give the terminal to process group %ld: %s", (long)pgrp,
+        strerror(errno));
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * The guard: starts COMMAND as the leader of a new process group, tells
+ * the tool its pid, and waits for either COMMAND's end (then tells the
+ * tool its status) or the tool's death (EOF on @life: then SIGKILLs
+ * COMMAND's group). The handled signals stay blocked here, so neither a
+ * signal meant for the tool nor one from the terminal ends the guard.
+ * If the guard itself is SIGKILLed, COMMAND (its direct child, through
+ * PR_SET_PDEATHSIG) dies with it and the tool kills the rest of the group.
+ */
+static void run_guard(const struct run_cmd *rc, int life, int stp) {
+  char **cmd = rc->cmd;
+  pid_t me = getpid();
+  /* The terminal: hand it to COMMAND's group if ours has it. */
+  int tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  int handoff = tty >= 0 && tcgetpgrp(tty) == getpgrp();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  int cfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+    write_msg(stp, GUARD_PID, -1);
+    write_msg(stp, GUARD_STATUS, EX_SOFTWARE << 8);
+    _exit(0);
+  }
+  if (child == 0) {
+    setpgid(0, 0);
+    if (handoff)
+      set_foreground(tty, getpid());
+#ifdef __linux__
+    /* If the guard dies (even by SIGKILL), COMMAND dies with it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != me)
+      _exit(EX_TEMPFAIL);
+#endif
+    if (tty >= 0)
+      close(tty);
+    restore_signals(rc->oldmask);
+    environ = rc->env;
+    execvp(cmd[0], cmd);
+    int e = errno;
+    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  setpgid(child, child); /* as the child does: whichever runs first */
+  write_msg(stp, GUARD_PID, child);
+  int status = 0, done = 0;
+  while (!done) {
+    struct pollfd pf[2] = {{life, POLLIN, 0}, {cfd, POLLIN, 0}};
+    if (poll(pf, 2, cfd < 0 ? 100 : -1) < 0 && errno != EINTR)
+      break;
+    if (pf[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(cfd, &si, sizeof si) == (ssize_t)sizeof si)
+        ;
+    }
+    pid_t w;
+    while ((w = waitpid(child, &status, WNOHANG | WUNTRACED)) == child) {
+      if (WIFSTOPPED(status)) {
+        /* COMMAND must not be suspended (^Z) while it holds the lock or
+         * leads: continue it. */
+        fprintf(stderr, "%s: %s was stopped by %s while it %s; continuing it\n",
+                prog, cmd[0], strsignal(WSTOPSIG(status)), rc->holding);
+        signal_group(child, SIGCONT);
+        continue;
+      }
+      done = 1;
+      break;
+    }
+    if (!done && pf[0].revents) {
+      /* The tool is gone: its lock or leadership goes with its session,
+       * so COMMAND's group must not go on. */
+      signal_group(child, SIGKILL);
+      waitpid(child, &status, 0);
+      done = 1;
+    }
+  }
+  if (handoff)
+    set_foreground(tty, getpgrp());
+  write_msg(stp, GUARD_STATUS, status);
+  _exit(0);
+}
+
+int run_command(struct run_cmd *rc) {
+  char **cmd = rc->cmd;
+  rc->lost = 0;
+  rc->forwarded = 0;
+  int life[2], stp[2];
+  if (pipe2(life, O_CLOEXEC) != 0) {
+    msg("pipe: %s", strerror(errno));
+    return EX_SOFTWARE;
+  }
+  if (pipe2(stp, O_CLOEXEC) != 0) {
+    msg("pipe: %s", strerror(errno));
+    close(life[0]);
+    close(life[1]);
+    return EX_SOFTWARE;
+  }
+  fflush(NULL);
+  pid_t guard = fork();
+  if (guard < 0) {
+    msg("fork: %s", strerror(errno));
+    close(life[0]);
+    close(life[1]);
+    close(stp[0]);
+    close(stp[1]);
+    return EX_SOFTWARE;
+  }
+  if (guard == 0) {
+    close(life[1]);
+    close(stp[0]);
+    close(rc->sfd);
+    close(wake_pipe[0]);
+    close(wake_pipe[1]);
+    run_guard(rc, life[0], stp[1]);
+  }
+  close(life[0]);
+  close(stp[1]);
+  struct guard_msg gm;
+  pid_t child = -1; /* COMMAND, the leader of its process group */
+  if (read_msg(stp[0], &gm) && gm.kind == GUARD_PID)
+    child = (pid_t)gm.value;
+  int status = 0, gstatus = 0, have_status = 0;
+  int64_t kill_at = -1;
+  for (;;) {
+    pid_t w = waitpid(guard, &gstatus, WNOHANG);
+    if (w == guard) {
+      if (read_msg(stp[0], &gm) && gm.kind == GUARD_STATUS) {
+        status = gm.value;
+        have_status = 1;
+      }
+      break;
+    }
+    if (!rc->lost && rc->lost_fn(child, rc->ud)) {
+      rc->lost = 1;
+      signal_group(child, SIGTERM);
+      kill_at = now_ms() + rc->kill_after_ms;
+    }
+    int wait = -1;
+    if (kill_at >= 0) {
+      int64_t d = kill_at - now_ms();
+      if (d <= 0) {
+        msg("%s did not exit %.1f s after SIGTERM: sending SIGKILL to its "
+            "process group",
+            cmd[0], (double)rc->kill_after_ms / 1000.0);
+        signal_group(child, SIGKILL);
+        kill_at = -1;
+      } else {
+        wait = (int)d;
+      }
+    }
+    struct pollfd pf[2] = {{rc->sfd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+    int pr = poll(pf, 2, wait);
+    if (pr < 0 && errno != EINTR) {
+      msg("poll: %s", strerror(errno));
+      signal_group(child, SIGKILL);
+    }
+    if (pf[1].revents)
+      drain(wake_pipe[0]);
+    if (pf[0].revents) {
+      struct signalfd_siginfo si;
+      while (read(rc->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD || sig == SIGALRM)
+          continue;
+        /* The terminal's own signals (^C) reach COMMAND's group directly
+         * when it is the foreground group; anything that reaches the
+         * tool is passed on to the whole group. */
+        if (verbose)
+          msg("forwarding %s to %s", strsignal(sig), cmd[0]);
+        signal_group(child, sig);
+        if (sig != SIGUSR1 && sig != SIGUSR2)
+          rc->forwarded = sig;
+      }
+    }
+  }
+  close(stp[0]);
+  close(life[1]);
+  if (!have_status) {
+    /* The guard died without telling (it was killed): COMMAND's group
+     * must not go on without a guard. */
+    msg("the guard process of %s ended unexpectedly (%s %d): killing %s's "
+        "process group",
+        cmd[0], WIFSIGNALED(gstatus) ? "signal" : "status",
+        WIFSIGNALED(gstatus) ? WTERMSIG(gstatus) : WEXITSTATUS(gstatus),
+        cmd[0]);
+    signal_group(child, SIGKILL);
+    return EX_SOFTWARE;
+  }
+  return WIFEXITED(status)     ? WEXITSTATUS(status)
+         : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                               : EX_SOFTWARE;
 }

@@ -1,15 +1,23 @@
 /* Shared by the command-line tools: usage errors, option errors, numbers,
  * the default connection string, and the escaping of untrusted text for
- * messages and JSON. */
+ * messages and JSON; and, for the tools that run a COMMAND (zkr-lock,
+ * zkr-elect), their common options, the session, the signals, and COMMAND
+ * run in a process group of its own under a guard process. */
 #ifndef ZKR_TOOLS_CLI_H
 #define ZKR_TOOLS_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+#include <zkr/zkr.h>
 
 #define EX_USAGE 64
 #define EX_UNAVAILABLE 69
+#define EX_SOFTWARE 70
+#define EX_TEMPFAIL 75
 
 /* The program's name in messages; set by main(). */
 extern const char *prog;
@@ -47,5 +55,105 @@ const char *esc(const char *s);
  * each byte that is not part of valid UTF-8 as \u00XX, XX its value (so
  * invalid bytes read as the Latin-1 characters of the same value). */
 void json_string(FILE *f, const char *s);
+
+/* Fields of zkr's node data "host=H pid=P id=I" (id last: it may hold
+ * spaces). */
+struct owner {
+  char host[256];
+  long pid;
+  char id[512];
+};
+/* @data's fields into *@o; 0 if @data is not in that form. */
+int parse_owner(const char *data, struct owner *o);
+/* ,"host":H,"pid":P,"id":I on @f: the members of a JSON object. */
+void json_owner(FILE *f, const struct owner *o);
+
+/* ---- the tools that run a COMMAND: zkr-lock, zkr-elect ---- */
+
+/* -v given this many times. */
+extern int verbose;
+/* "prog: MESSAGE" on stderr. */
+void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The monotonic clock in milliseconds. */
+int64_t now_ms(void);
+/* The last component of @p ("sh" for "/bin/sh"). */
+const char *base_name(const char *p);
+/* The exit status for an error @rc of joining a queue: 75 for a lost
+ * session or connection, 69 for what ZooKeeper refused, else 70. */
+int exit_for(int rc);
+
+/* The options zkr-lock and zkr-elect share; CLI_RUN_LONGOPTS in their
+ * struct option arrays, "s:vV" in their short options. */
+enum { OPT_SESSION = 256, OPT_CONNECT, OPT_ID, OPT_KILL_AFTER, OPT_NEXT };
+#define CLI_RUN_LONGOPTS                                                       \
+  {"servers", required_argument, NULL, 's'},                                   \
+      {"session-timeout", required_argument, NULL, OPT_SESSION},               \
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT},               \
+      {"id", required_argument, NULL, OPT_ID},                                 \
+      {"kill-after", required_argument, NULL, OPT_KILL_AFTER},                 \
+      {"verbose", no_argument, NULL, 'v'}, {                                   \
+    "version", no_argument, NULL, 'V'                                          \
+  }
+struct run_opts {
+  const char *servers;   /* -s: default_servers() */
+  long session_ms;       /* --session-timeout: 10000 */
+  long connect_ms;       /* --connect-timeout: 10000 */
+  const char *id;        /* --id: NULL */
+  int64_t kill_after_ms; /* --kill-after: 10000 */
+};
+void run_opts_init(struct run_opts *o);
+/* Takes the shared option @c with @arg: 1 if it was one (a bad value is a
+ * usage error; -V prints the version and exits 0), else 0. */
+int run_opt(struct run_opts *o, int c, const char *arg);
+
+/* Before any thread exists: block the signals the tool takes (those not
+ * ignored at start; SIGTTOU too) and return a signalfd for them, with the
+ * mask before in *@oldmask; also make the wake pipe. -1 (said) on
+ * failure. */
+int signals_setup(sigset_t *oldmask);
+/* From a library callback: wake the poll() loop (one byte on the pipe). */
+void wake(void);
+/* The read end of the wake pipe. */
+int wake_fd(void);
+/* Read everything waiting on @fd. */
+void drain(int fd);
+/* Read the signalfd @sfd: the first signal that ends a wait (SIGINT,
+ * SIGTERM, SIGHUP, SIGQUIT), 0 if none came. */
+int take_signal(int sfd);
+/* End the process the way @sig would have; returns 128+@sig if it did
+ * not. */
+int die_by_signal(int sig);
+
+/* Connect as @o says, renewing a lost session unless !@renew; with -v a
+ * listener tells the session's events. A bad connection string is a usage
+ * error. Returns 0 with *@out, or (said) 69 or 70. */
+int run_session(const struct run_opts *o, int renew, zkr_session **out);
+
+/* Our environment without @node_var and ZKR_FENCING_TOKEN, plus the two
+ * for @token and @node; NULL out of memory. Free with free_env(). */
+char **child_env(const char *node_var, int64_t token, const char *node);
+void free_env(char **env);
+
+/* Called while COMMAND runs, each time the poll() loop wakes: return 1,
+ * once, when what COMMAND runs under was lost (after saying why), to have
+ * COMMAND's process group sent SIGTERM, and SIGKILL kill_after_ms later. */
+typedef int (*lost_fn)(pid_t group, void *ud);
+struct run_cmd {
+  char **cmd;              /* COMMAND and its arguments */
+  char **env;              /* its environment */
+  const sigset_t *oldmask; /* the signal mask to restore in it */
+  int sfd;                 /* signals_setup()'s signalfd */
+  int64_t kill_after_ms;   /* --kill-after */
+  const char *holding;     /* "holds the lock", "leads": for messages */
+  lost_fn lost_fn;         /* asked after each wake-up */
+  void *ud;                /* for lost_fn */
+  int lost;                /* out: lost_fn said lost */
+  int forwarded; /* out: the last SIGINT, SIGTERM, SIGHUP, SIGQUIT passed on */
+};
+/* Run COMMAND in a process group of its own under the guard process,
+ * pass on the signals that come meanwhile, and wait for it. Returns its
+ * exit status (128+N if signal N ended it, 126/127 if it could not be
+ * run, 70 if it could not be started or the guard died). */
+int run_command(struct run_cmd *rc);
 
 #endif

@@ -10,15 +10,16 @@
  * library. A semaphore (Curator's InterProcessSemaphoreV2 layout: PATH
  * has the child "leases", maybe "locks", and no other) is shown as one:
  * its lease nodes, then the contenders queued for admission, with the
- * limit --permits if given. Read-only: it creates, changes and watches
- * nothing.
+ * limit --permits if given. An election (a child named like Curator's
+ * LeaderLatch nodes, "...-latch-<seq>", maybe with selector "-lock-"
+ * nodes among them) is shown as one: its participants in order, the
+ * leader first. Read-only: it creates, changes and watches nothing.
  * Exit status: 0; 2 -r listed the rest but skipped some subtrees; 64 usage;
  * 69 no server reachable; 1 another error.
  */
 #include "config.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -38,13 +39,15 @@ static int locks_shown;
 static int skipped;  /* -r left out a subtree */
 static long permits; /* --permits: the limit of the semaphores; 0 unknown */
 
-/* What is shown for one path: the contenders of a lock, or of a
+/* What is shown for one path: the contenders of a lock, of a
  * semaphore its lease nodes ("leases/NAME") and then the contenders
- * queued for admission ("locks/NAME"). */
+ * queued for admission ("locks/NAME"), or of an election its
+ * participants. */
 struct view {
   zkr_participant *p;
   size_t n;
   int sem;
+  int elect;
 };
 
 #define EX_PARTIAL 2
@@ -54,7 +57,8 @@ static void help(void) {
   printf("Usage: %s [options] PATH\n"
          "Show the queue of the lock at PATH: position, role, sequence,\n"
          "fencing token, owner session, the contender's id, host and pid,\n"
-         "how long ago it queued, and its node name.\n"
+         "how long ago it queued, and its node name. A semaphore shows its\n"
+         "leases and waiters; an election its participants, leader first.\n"
          "\n"
          "  -s, --servers HOSTS       ZooKeeper connection string (default:\n"
          "                            $ZKR_SERVERS, else 127.0.0.1:2181)\n"
@@ -88,37 +92,6 @@ static int has_seq(const char *name) {
   for (size_t i = n - 10; i < n; i++)
     if (!isdigit((unsigned char)name[i]) && !(i == n - 10 && name[i] == '-'))
       return 0;
-  return 1;
-}
-
-/* Fields of zkr's node data "host=H pid=P id=I" (id last: it may hold
- * spaces). Returns 0 if @data is not in that form. */
-struct owner {
-  char host[256];
-  long pid;
-  char id[512];
-};
-
-static int parse_owner(const char *data, struct owner *o) {
-  memset(o, 0, sizeof *o);
-  if (!data || strncmp(data, "host=", 5) != 0)
-    return 0;
-  const char *h = data + 5, *sp = strchr(h, ' ');
-  if (!sp || (size_t)(sp - h) >= sizeof o->host)
-    return 0;
-  memcpy(o->host, h, (size_t)(sp - h));
-  if (strncmp(sp + 1, "pid=", 4) != 0)
-    return 0;
-  char *end;
-  errno = 0;
-  o->pid = strtol(sp + 5, &end, 10);
-  if (errno || end == sp + 5)
-    return 0;
-  if (*end == '\0')
-    return 1;
-  if (strncmp(end, " id=", 4) != 0)
-    return 0;
-  snprintf(o->id, sizeof o->id, "%s", end + 4);
   return 1;
 }
 
@@ -173,6 +146,28 @@ static const char *kind_of(const char *name) {
   return "lock";
 }
 
+/* The kind of a participant of an election: "latch" (Curator's
+ * LeaderLatch layout, zkr_election_start()), "selector" (a "-lock-" node:
+ * LeaderSelector's, zkr_election_run()), else as for a lock. */
+static const char *elect_kind_of(const char *name) {
+  size_t n = strlen(name);
+  if (n >= 10 && ends_with_at(name, n - 10, "-latch-"))
+    return "latch";
+  if (n >= 10 && ends_with_at(name, n - 10, "-lock-"))
+    return "selector";
+  return kind_of(name);
+}
+
+/* Is one of @kids, the children of a node, a latch participant's? */
+static int elect_layout(char *const *kids, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(kids[i]);
+    if (has_seq(kids[i]) && ends_with_at(kids[i], len - 10, "-latch-"))
+      return 1;
+  }
+  return 0;
+}
+
 /* The line above a semaphore's table: leases held (of the limit, if
  * known) and contenders waiting (each queued once for admission). */
 static void sem_heading(const char *path, const struct view *v) {
@@ -190,6 +185,10 @@ static void sem_heading(const char *path, const struct view *v) {
   printf(", %zu waiting%s\n", waiting, v->n ? "" : " (free)");
 }
 
+static const char *kind_in(const struct view *v, const char *name) {
+  return v->elect ? elect_kind_of(name) : kind_of(name);
+}
+
 static void show_queue(const char *path, const struct view *v) {
   const zkr_participant *p = v->p;
   size_t n = v->n;
@@ -199,6 +198,8 @@ static void show_queue(const char *path, const struct view *v) {
     json_string(stdout, path);
     if (v->sem)
       printf(",\"type\":\"semaphore\"");
+    if (v->elect)
+      printf(",\"type\":\"election\"");
     if (v->sem && permits)
       printf(",\"permits\":%ld", permits);
     printf(",\"contenders\":[");
@@ -209,14 +210,10 @@ static void show_queue(const char *path, const struct view *v) {
       json_string(stdout, p[i].node);
       printf(",\"seq\":%" PRId32 ",\"role\":\"%s\",\"kind\":\"%s\","
              "\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"",
-             p[i].seq, p[i].is_holder ? "holder" : "waiter", kind_of(p[i].node),
-             p[i].czxid, (uint64_t)p[i].session_id);
-      if (ours) {
-        printf(",\"host\":");
-        json_string(stdout, o.host);
-        printf(",\"pid\":%ld,\"id\":", o.pid);
-        json_string(stdout, o.id);
-      }
+             p[i].seq, p[i].is_holder ? "holder" : "waiter",
+             kind_in(v, p[i].node), p[i].czxid, (uint64_t)p[i].session_id);
+      if (ours)
+        json_owner(stdout, &o);
       printf(",\"data\":");
       json_string(stdout, p[i].data);
       printf(",\"queued_at_ms\":%" PRId64 ",\"age_ms\":%" PRId64 "}",
@@ -227,6 +224,9 @@ static void show_queue(const char *path, const struct view *v) {
   }
   if (v->sem)
     sem_heading(path, v);
+  else if (v->elect)
+    printf("%s: election, %zu participant%s%s\n", esc(path), n,
+           n == 1 ? "" : "s", n ? ", the first leads" : " (no leader)");
   else
     printf("%s: %zu contender%s%s\n", esc(path), n, n == 1 ? "" : "s",
            n ? "" : " (free)");
@@ -234,8 +234,8 @@ static void show_queue(const char *path, const struct view *v) {
     return;
   int kw = 5; /* the KIND column: as wide as its widest value */
   for (size_t i = 0; i < n; i++)
-    if ((int)strlen(kind_of(p[i].node)) > kw)
-      kw = (int)strlen(kind_of(p[i].node));
+    if ((int)strlen(kind_in(v, p[i].node)) > kw)
+      kw = (int)strlen(kind_in(v, p[i].node));
   printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %-*s %s\n", "POS",
          "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", kw,
          "KIND", "NODE");
@@ -258,7 +258,7 @@ static void show_queue(const char *path, const struct view *v) {
     printf("%-4zu %-6s %010" PRId32 "  %-12" PRId64
            " %-18s %-8s %-16s %-16s %-7s %-*s %s\n",
            i + 1, p[i].is_holder ? "holder" : "waiter", p[i].seq, p[i].czxid,
-           sess, age, id, host, pid, kw, kind_of(p[i].node), esc(p[i].node));
+           sess, age, id, host, pid, kw, kind_in(v, p[i].node), esc(p[i].node));
   }
 }
 
@@ -284,10 +284,12 @@ static int skippable(int rc) {
  * with readers, every reader before the first writer holds), without the
  * persistent nodes (ephemeralOwner 0: a sequential name alone, such as a
  * Unix time, does not make a contender). */
-static int queue_of(zkr_session *s, const char *path, struct view *v) {
+static int queue_of(zkr_session *s, const char *path, int elect,
+                    struct view *v) {
   zkr_participant *p = NULL;
   size_t n = 0;
-  int rc = zkr_rwlock_participants(s, path, op_timeout_ms, &p, &n);
+  int rc = elect ? zkr_election_participants(s, path, op_timeout_ms, &p, &n)
+                 : zkr_rwlock_participants(s, path, op_timeout_ms, &p, &n);
   if (rc != ZKR_OK)
     return rc;
   size_t k = 0;
@@ -302,6 +304,7 @@ static int queue_of(zkr_session *s, const char *path, struct view *v) {
   v->p = p;
   v->n = k;
   v->sem = 0;
+  v->elect = elect;
   return ZKR_OK;
 }
 
@@ -389,9 +392,10 @@ static int list_one(zkr_session *s, const char *path) {
   int rc = zkr_session_children(s, path, op_timeout_ms, &kids, &nk);
   if (rc != ZKR_OK && rc != ZKR_ENONODE)
     return fail(rc, "cannot read", path);
-  struct view v = {NULL, 0, 0};
-  rc = rc == ZKR_OK && sem_layout(kids, nk) ? sem_view(s, path, &v)
-                                            : queue_of(s, path, &v);
+  struct view v = {NULL, 0, 0, 0};
+  rc = rc == ZKR_OK && sem_layout(kids, nk)
+           ? sem_view(s, path, &v)
+           : queue_of(s, path, rc == ZKR_OK && elect_layout(kids, nk), &v);
   zkr_children_free(kids, nk);
   if (rc != ZKR_OK)
     return fail(rc, "cannot read", path);
@@ -427,7 +431,7 @@ static int walk(zkr_session *s, const char *path, int top) {
     return fail(rc, "cannot list", path);
   if (sem_layout(kids, n)) {
     /* a semaphore: shown as one; its locks and leases are its own */
-    struct view v = {NULL, 0, 0};
+    struct view v = {NULL, 0, 0, 0};
     rc = sem_view(s, path, &v);
     zkr_children_free(kids, n);
     if (rc != ZKR_OK && skippable(rc)) {
@@ -444,10 +448,10 @@ static int walk(zkr_session *s, const char *path, int top) {
   for (size_t i = 0; i < n; i++)
     if (has_seq(kids[i]))
       is_lock = 1;
-  struct view v = {NULL, 0, 0};
+  struct view v = {NULL, 0, 0, 0};
   char **ephemeral = NULL; /* the contenders' names, sorted */
   if (is_lock) {
-    rc = queue_of(s, path, &v);
+    rc = queue_of(s, path, elect_layout(kids, n), &v);
     if (rc != ZKR_OK && skippable(rc)) {
       skip(path, zkr_strerror(rc)); /* its queue; its subtree goes on */
     } else if (rc != ZKR_OK) {
@@ -494,7 +498,7 @@ int main(int argc, char **argv) {
   const char *servers = default_servers();
   int recursive = 0;
   long connect_ms = 10000;
-  enum { OPT_CONNECT = 256, OPT_PERMITS };
+  enum { OPT_PERMITS = OPT_NEXT };
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
       {"recursive", no_argument, NULL, 'r'},

@@ -1,0 +1,469 @@
+/*
+ * zkr-elect - run a command while leading a zkr election, in the manner
+ * of `etcdctl elect`, with zkr-lock's options, signals, process group,
+ * guard process and exit statuses (all shared through cli.c).
+ *
+ *   zkr-elect [options] PATH [--] COMMAND [ARG...]
+ *   zkr-elect --leader [--json] PATH
+ *   zkr-elect --observe [--json] PATH
+ *
+ * The participant is a latch (zkr_election_start(): Curator's LeaderLatch
+ * layout, nodes _c_<uuid>-latch-<seq>), so it shares PATH with Java
+ * services using LeaderLatch. The election's listener writes one byte to
+ * the wake pipe; one poll() loop waits for leadership and for signals, and
+ * run_command() then runs COMMAND, asking zkr_election_is_leader() after
+ * each wake-up. Losing leadership while COMMAND runs sends SIGTERM to its
+ * process group, SIGKILL --kill-after later. A dropped connection ends
+ * leadership at once (the library's default, ZKR_ELECTION_SUSPEND_DROP)
+ * unless --keep-on-suspend (ZKR_ELECTION_SUSPEND_KEEP).
+ *
+ * Without --requeue: one term; zkr-elect leaves the election when COMMAND
+ * ends and exits with its status, or 75 if leadership was lost. With
+ * --requeue: after COMMAND ends it resigns (queues again at the back) and
+ * runs COMMAND again the next time it leads, until a signal: a signal
+ * while waiting ends it (after it left the queue) as that signal would;
+ * one while COMMAND runs is passed on, and zkr-elect exits with COMMAND's
+ * status once it has ended.
+ *
+ * Exit status: COMMAND's (128+N if a signal N ended it); --leader: 0 a
+ * leader, 1 none; 64 usage; 69 no server reachable (or ZooKeeper refused);
+ * 70 internal error; 75 leadership lost (COMMAND was terminated) or the
+ * session lost while joining; 126/127 COMMAND could not be run.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zkr/zkr.h>
+
+#include "cli.h"
+
+const char *prog = "zkr-elect";
+static int json;
+static int64_t op_timeout_ms = 10000;
+
+static void help(void) {
+  printf(
+      "Usage: %s [options] PATH [--] COMMAND [ARG...]\n"
+      "       %s --leader [--json] PATH\n"
+      "       %s --observe [--json] PATH\n"
+      "Join the leader election at the ZooKeeper path PATH and run COMMAND\n"
+      "while leading; exit with COMMAND's exit status. --leader prints the\n"
+      "current leader; --observe prints one line per change of leader.\n"
+      "\n"
+      "      --requeue              when COMMAND ends or leadership is lost,\n"
+      "                             queue again and run COMMAND again the\n"
+      "                             next time it leads, until signalled\n"
+      "      --keep-on-suspend      keep leading (and COMMAND running) while\n"
+      "                             the connection is down, until the session\n"
+      "                             is declared lost; default: a dropped\n"
+      "                             connection ends leadership at once\n"
+      "  -l, --leader               print the current leader and exit (1 if\n"
+      "                             there is none)\n"
+      "  -o, --observe              print the leader, then one line per "
+      "change\n"
+      "                             of leader, until interrupted\n"
+      "  -j, --json                 JSON output for --leader and --observe\n"
+      "  -s, --servers HOSTS        ZooKeeper connection string (default:\n"
+      "                             $ZKR_SERVERS, else 127.0.0.1:2181)\n"
+      "      --session-timeout MS   ZooKeeper session timeout, 100 to\n"
+      "                             1073741823 (default 10000)\n"
+      "      --connect-timeout MS   how long to try to reach a server\n"
+      "                             (default 10000; then exit 69)\n"
+      "      --id TEXT              participant id stored in its node\n"
+      "                             (default: COMMAND's name)\n"
+      "      --kill-after SECONDS   if leadership is lost, SIGKILL COMMAND\n"
+      "                             this long after SIGTERM (default 10)\n"
+      "  -v, --verbose              progress on stderr; -vv adds the\n"
+      "                             library's warnings, -vvv its log\n"
+      "  -h, --help                 this help\n"
+      "  -V, --version              print the zkr version\n"
+      "\n"
+      "COMMAND gets ZKR_FENCING_TOKEN and ZKR_LEADER_NODE in its environment.\n"
+      "Exit status: COMMAND's (128+N if signal N ended it); --leader: 0, or\n"
+      "1 no leader; 64 usage; 69 no server reachable; 75 leadership lost\n"
+      "(COMMAND was terminated); 126/127 COMMAND could not be run.\n",
+      prog, prog, prog);
+}
+
+/* ---- --leader and --observe ---- */
+
+/* One line for @p, the leader of @path (NULL: none): text or JSON. */
+static void print_leader(const char *path, const zkr_participant *p) {
+  char node[2048] = "";
+  struct owner o;
+  int ours = 0;
+  if (p) {
+    snprintf(node, sizeof node, "%s/%s", strcmp(path, "/") ? path : "",
+             p->node);
+    ours = parse_owner(p->data, &o);
+  }
+  if (json) {
+    printf("{\"path\":");
+    json_string(stdout, path);
+    printf(",\"leader\":");
+    if (!p) {
+      printf("null}\n");
+    } else {
+      printf("{\"node\":");
+      json_string(stdout, node);
+      printf(",\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"", p->czxid,
+             (uint64_t)p->session_id);
+      if (ours)
+        json_owner(stdout, &o);
+      printf(",\"data\":");
+      json_string(stdout, p->data);
+      printf(",\"joined_at_ms\":%" PRId64 "}}\n", p->ctime_ms);
+    }
+  } else if (!p) {
+    printf("none\n");
+  } else if (ours) {
+    printf("id=%s host=%s pid=%ld token=%" PRId64 " node=%s\n",
+           o.id[0] ? esc(o.id) : "-", esc(o.host), o.pid, p->czxid, esc(node));
+  } else {
+    /* another library's participant (Curator's latch: its id as data) */
+    printf("id=%s host=- pid=- token=%" PRId64 " node=%s\n",
+           p->data && p->data[0] ? esc(p->data) : "-", p->czxid, esc(node));
+  }
+  fflush(stdout);
+}
+
+static int show_leader(zkr_session *s, const char *path) {
+  zkr_participant p;
+  memset(&p, 0, sizeof p);
+  int rc = zkr_election_leader(s, path, op_timeout_ms, &p);
+  if (rc == ZKR_EBADPATH) {
+    zkr_session_close(s);
+    usage_error("invalid election path '%s': %s", esc(path), zkr_strerror(rc));
+  }
+  if (rc == ZKR_ENONODE) {
+    if (json)
+      print_leader(path, NULL);
+    else if (verbose)
+      msg("%s has no leader", esc(path));
+    return 1;
+  }
+  if (rc != ZKR_OK) {
+    msg("cannot read %s: %s", esc(path), zkr_strerror(rc));
+    return rc == ZKR_ETIMEDOUT ? EX_TEMPFAIL : exit_for(rc);
+  }
+  print_leader(path, &p);
+  free(p.node);
+  free(p.data);
+  return 0;
+}
+
+static void on_change(zkr_election_observer *o, const zkr_participant *leader,
+                      void *ud) {
+  (void)o;
+  print_leader(ud, leader);
+}
+
+/* Until a signal: then end as it would have ended us. */
+static int observe(zkr_session *s, const char *path, int sfd) {
+  zkr_election_observer *o = NULL;
+  int rc = zkr_election_observe(s, path, on_change, (void *)path, &o);
+  if (rc == ZKR_EBADPATH) {
+    zkr_session_close(s);
+    usage_error("invalid election path '%s': %s", esc(path), zkr_strerror(rc));
+  }
+  if (rc != ZKR_OK) {
+    msg("cannot observe %s: %s", esc(path), zkr_strerror(rc));
+    return exit_for(rc);
+  }
+  int sig = 0;
+  while (!sig) {
+    struct pollfd pf = {sfd, POLLIN, 0};
+    if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
+      msg("poll: %s", strerror(errno));
+      break;
+    }
+    if (pf.revents)
+      sig = take_signal(sfd);
+  }
+  zkr_election_observer_free(o);
+  zkr_session_close(s);
+  return sig ? die_by_signal(sig) : EX_SOFTWARE;
+}
+
+/* ---- taking part ---- */
+
+static atomic_int changed; /* the listener was called */
+
+static void on_leading(zkr_election *e, int is_leader, void *ud) {
+  (void)e;
+  (void)is_leader;
+  (void)ud;
+  changed = 1;
+  wake();
+}
+
+/* What elect_lost() needs to say what happened. */
+struct term {
+  zkr_election *e;
+  const char *path;
+  const char *cmd;
+};
+
+/* While COMMAND runs, after each wake-up: 1 when leadership was lost. */
+static int elect_lost(pid_t group, void *ud) {
+  struct term *t = ud;
+  if (zkr_election_is_leader(t->e))
+    return 0;
+  msg("leadership of %s lost while %s ran (connection or session lost, or "
+      "node deleted): sending SIGTERM to its process group %ld",
+      t->path, t->cmd, (long)group);
+  return 1;
+}
+
+/* Wait until the participant leads. 0 when it does; a signal that came
+ * (it is to end zkr-elect); or, for an error, -1 with *@err. */
+static int await_leading(zkr_election *e, const char *path, int sfd, int *err) {
+  int64_t t0 = now_ms();
+  if (verbose)
+    msg("joined the election at %s; waiting to lead", path);
+  for (;;) {
+    changed = 0;
+    int rc = zkr_election_await(e, 0);
+    if (rc == ZKR_OK) {
+      if (verbose)
+        msg("leading %s after %.3f s", path, (double)(now_ms() - t0) / 1000.0);
+      return 0;
+    }
+    if (rc != ZKR_ETIMEDOUT) {
+      *err = rc;
+      return -1;
+    }
+    struct pollfd pf[2] = {{sfd, POLLIN, 0}, {wake_fd(), POLLIN, 0}};
+    /* a bounded wait as well: the library's state is read above */
+    if (poll(pf, 2, changed ? 0 : 1000) < 0 && errno != EINTR) {
+      msg("poll: %s", strerror(errno));
+      *err = ZKR_ESYS;
+      return -1;
+    }
+    if (pf[1].revents)
+      drain(wake_fd());
+    if (pf[0].revents) {
+      int sig = take_signal(sfd);
+      if (sig) {
+        if (verbose)
+          msg("%s while waiting: leaving the election", strsignal(sig));
+        return sig;
+      }
+    }
+  }
+}
+
+/* Leave the election (our node is deleted) and close the session. */
+static void leave(zkr_election *e, zkr_session *s) {
+  zkr_election_free(e);
+  /* Closing a connected session makes the server delete our node at once;
+   * a disconnected one leaves it until the session expires. */
+  if (zkr_session_state_get(s) == ZKR_STATE_SUSPENDED)
+    zkr_session_wait_connected(s, zkr_session_timeout(s));
+  zkr_session_close(s);
+}
+
+static int take_part(zkr_session *s, const char *path, char **cmd,
+                     const struct run_opts *ro, zkr_election_opts *eo,
+                     int requeue, int sfd, const sigset_t *oldmask) {
+  zkr_election *e = NULL;
+  int rc = zkr_election_new(&e, s, path, eo);
+  zkr_election_opts_free(eo);
+  if (rc != ZKR_OK) {
+    zkr_session_close(s);
+    if (rc == ZKR_EBADPATH)
+      usage_error("invalid election path '%s': %s", esc(path),
+                  zkr_strerror(rc));
+    msg("%s", zkr_strerror(rc));
+    return EX_SOFTWARE;
+  }
+  rc = zkr_election_start(e);
+  if (rc != ZKR_OK) {
+    msg("cannot join the election at %s: %s", path, zkr_strerror(rc));
+    leave(e, s);
+    return exit_for(rc);
+  }
+  for (;;) {
+    int err = ZKR_OK;
+    int sig = await_leading(e, path, sfd, &err);
+    if (sig > 0) {
+      leave(e, s);
+      return die_by_signal(sig); /* as the signal would have */
+    }
+    if (sig < 0) {
+      msg("cannot join the election at %s: %s", path, zkr_strerror(err));
+      leave(e, s);
+      return exit_for(err);
+    }
+    int64_t token = zkr_election_fencing_token(e);
+    char node[2048];
+    if (token == 0 || zkr_election_node(e, node, sizeof node) != ZKR_OK)
+      continue; /* lost at once: wait again */
+    if (verbose)
+      msg("running %s (token %lld, node %s)", cmd[0], (long long)token, node);
+    char **env = child_env("ZKR_LEADER_NODE", token, node);
+    if (!env) {
+      msg("out of memory");
+      leave(e, s);
+      return EX_SOFTWARE;
+    }
+    int64_t started = now_ms();
+    struct term t = {e, path, cmd[0]};
+    struct run_cmd run = {.cmd = cmd,
+                          .env = env,
+                          .oldmask = oldmask,
+                          .sfd = sfd,
+                          .kill_after_ms = ro->kill_after_ms,
+                          .holding = "leads",
+                          .lost_fn = elect_lost,
+                          .ud = &t};
+    int code = run_command(&run);
+    free_env(env);
+    int lost = run.lost;
+    if (!lost && !zkr_election_is_leader(e)) {
+      lost = 1; /* between COMMAND's end and here */
+      msg("leadership of %s was lost while %s ran", path, cmd[0]);
+    }
+    if (verbose)
+      msg("%s ended with status %d after %.3f s%s", cmd[0], code,
+          (double)(now_ms() - started) / 1000.0,
+          lost ? ", leadership lost" : "");
+    if (!requeue || run.forwarded) {
+      leave(e, s);
+      return lost ? EX_TEMPFAIL : code;
+    }
+    /* --requeue: give leadership up if still leading, and queue again at
+     * the back; after a loss the latch has queued again by itself. */
+    if (!lost) {
+      rc = zkr_election_resign(e);
+      if (rc != ZKR_OK) {
+        msg("cannot queue again at %s: %s", path, zkr_strerror(rc));
+        leave(e, s);
+        return exit_for(rc);
+      }
+      if (verbose)
+        msg("resigned; queued again at %s", path);
+    }
+  }
+}
+
+enum { OPT_REQUEUE = OPT_NEXT, OPT_KEEP };
+
+int main(int argc, char **argv) {
+  struct run_opts ro;
+  run_opts_init(&ro);
+  int requeue = 0, keep = 0, mode = 0; /* mode: 'l' --leader, 'o' --observe */
+
+  static const struct option longopts[] = {
+      CLI_RUN_LONGOPTS,
+      {"requeue", no_argument, NULL, OPT_REQUEUE},
+      {"keep-on-suspend", no_argument, NULL, OPT_KEEP},
+      {"leader", no_argument, NULL, 'l'},
+      {"observe", no_argument, NULL, 'o'},
+      {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  opterr = 0;
+  int c;
+  /* "+": stop at the first non-option, so COMMAND's options stay its own */
+  while ((c = getopt_long(argc, argv, "+:s:lojvhV", longopts, NULL)) != -1) {
+    if (run_opt(&ro, c, optarg))
+      continue;
+    switch (c) {
+    case OPT_REQUEUE:
+      requeue = 1;
+      break;
+    case OPT_KEEP:
+      keep = 1;
+      break;
+    case 'l':
+    case 'o':
+      if (mode && mode != c)
+        usage_error("--leader and --observe exclude each other");
+      mode = c;
+      break;
+    case 'j':
+      json = 1;
+      break;
+    case 'h':
+      help();
+      return 0;
+    default:
+      option_error(c, argv, longopts);
+    }
+  }
+  if (optind >= argc)
+    usage_error("missing PATH");
+  const char *path = argv[optind++];
+  char **cmd = NULL;
+  if (mode) {
+    if (optind < argc)
+      usage_error("--%s takes PATH only (extra '%s')",
+                  mode == 'l' ? "leader" : "observe", esc(argv[optind]));
+    if (requeue || keep)
+      usage_error("--requeue and --keep-on-suspend go with a COMMAND, not "
+                  "with --%s",
+                  mode == 'l' ? "leader" : "observe");
+  } else {
+    if (json)
+      usage_error("--json goes with --leader or --observe");
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+      optind++;
+    if (optind >= argc)
+      usage_error("missing COMMAND");
+    cmd = argv + optind;
+  }
+  if (path[0] != '/')
+    usage_error("invalid election path '%s': %s", esc(path),
+                zkr_strerror(ZKR_EBADPATH));
+
+  sigset_t oldmask;
+  int sfd = signals_setup(&oldmask);
+  if (sfd < 0)
+    return EX_SOFTWARE;
+
+  /* Options of the participant: bad input is a usage error, before
+   * connecting. */
+  zkr_election_opts *eo = NULL;
+  if (!mode) {
+    const char *id = ro.id ? ro.id : base_name(cmd[0]);
+    int rc = zkr_election_opts_new(&eo);
+    if (rc == ZKR_OK && zkr_election_opts_set_id(eo, id) != ZKR_OK)
+      usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
+                  esc(id));
+    if (rc == ZKR_OK)
+      rc = zkr_election_opts_set_listener(eo, on_leading, NULL);
+    if (rc == ZKR_OK && keep)
+      rc = zkr_election_opts_set_suspend(eo, ZKR_ELECTION_SUSPEND_KEEP);
+    if (rc != ZKR_OK) {
+      msg("%s", zkr_strerror(rc));
+      zkr_election_opts_free(eo);
+      return EX_SOFTWARE;
+    }
+  }
+
+  zkr_session *s = NULL;
+  int code = run_session(&ro, mode != 'l', &s);
+  if (code != 0) {
+    zkr_election_opts_free(eo);
+    return code;
+  }
+  if (mode == 'l') {
+    code = show_leader(s, path);
+    zkr_session_close(s);
+    return code;
+  }
+  if (mode == 'o')
+    return observe(s, path, sfd);
+  return take_part(s, path, cmd, &ro, eo, requeue, sfd, &oldmask);
+}
