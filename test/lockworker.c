@@ -68,6 +68,9 @@
  *                         the back, the default) or free the participant
  *                         (its node is deleted; the next term joins with a
  *                         new one)
+ *     --release-file FILE (latch, selector) end each term only once FILE
+ *                         exists as well (the test hands leadership on,
+ *                         on cue)
  *     --suspend drop|keep the election's ZKR_ELECTION_SUSPEND_* (default
  *                         drop)
  * Exit: 0 done, 1 acquire failed, 3 overlap seen, 75 lock lost, 64 usage.
@@ -276,7 +279,7 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
 /* ---- the election: --recipe latch and --recipe selector ---- */
 
 typedef struct term_cfg {
-  const char *logf, *res;
+  const char *logf, *res, *release;
   long hold_ms, iterations;
   int forever;
   char kind; /* 'L' latch, 'E' selector */
@@ -286,6 +289,27 @@ typedef struct term_cfg {
   long terms;
   int status; /* 0, 3 overlap, 75 lost */
 } term_cfg;
+
+/* What the election's listener said last: 2 * (number of calls) + the
+ * value, in one word. A term starts once the listener has told a new 1
+ * and ends at its next call (a 0: it is called once per change), so a
+ * short loss that is_leader() polling could miss (a cut connection that
+ * comes back within 10 ms) is still a loss. */
+static atomic_long told;
+static long told_used;
+
+static void on_leader(zkr_election *e, int is_leader, void *ud) {
+  (void)e;
+  (void)ud;
+  long t = atomic_load(&told);
+  atomic_store(&told, (t / 2 + 1) * 2 + (is_leader != 0));
+}
+
+/* Does the participant still lead in the term that began at the
+ * listener's call @at? */
+static int still_leads(zkr_election *e, long at) {
+  return zkr_election_is_leader(e) && atomic_load(&told) == at;
+}
 
 /* Append "LOST pid token t_ms" and say so on stdout. */
 static void note_lost(const term_cfg *c, int64_t token) {
@@ -302,8 +326,20 @@ static void note_lost(const term_cfg *c, int64_t token) {
  * 75. */
 static int lead_term(zkr_election *e, term_cfg *c) {
   char node[1200] = "", line[600], holder[4200] = "";
+  /* the listener's 1 for this leadership (it may come a moment after
+   * await()) */
+  int64_t until = now_ms() + 10000;
+  long up;
+  while ((up = atomic_load(&told)) <= told_used || up % 2 == 0) {
+    if (!zkr_election_is_leader(e) || now_ms() > until) {
+      note_lost(c, 0);
+      return 75;
+    }
+    usleep(1000);
+  }
+  told_used = up;
   if (zkr_election_node(e, node, sizeof node) != ZKR_OK ||
-      !zkr_election_is_leader(e)) {
+      !still_leads(e, up)) {
     note_lost(c, 0);
     return 75;
   }
@@ -320,7 +356,7 @@ static int lead_term(zkr_election *e, term_cfg *c) {
       /* the check right before the write: a pause can still fall between
        * the two (no check can close that window; a fencing token does),
        * but it is a few instructions wide */
-      if (!zkr_election_is_leader(e)) {
+      if (!still_leads(e, up)) {
         if (fd >= 0)
           close(fd);
         note_lost(c, token);
@@ -345,7 +381,7 @@ static int lead_term(zkr_election *e, term_cfg *c) {
   }
   int64_t end = now_ms() + c->hold_ms;
   do {
-    if (!zkr_election_is_leader(e)) {
+    if (!still_leads(e, up)) {
       note_lost(c, token);
       return 75; /* (the holder file stays: nobody else may write) */
     }
@@ -353,7 +389,7 @@ static int lead_term(zkr_election *e, term_cfg *c) {
              (long long)token, (long long)now_ms());
     append(c->logf, line);
     usleep(10000);
-  } while (now_ms() < end);
+  } while (now_ms() < end || (c->release && access(c->release, F_OK) != 0));
   if (c->res)
     unlink(holder);
   snprintf(line, sizeof line, "REL %ld %d %lld %lld %c\n", (long)getpid(),
@@ -364,6 +400,7 @@ static int lead_term(zkr_election *e, term_cfg *c) {
 
 static int opts_for(zkr_election_opts **o, const char *id, int keep) {
   zkr_election_opts_new(o);
+  zkr_election_opts_set_listener(*o, on_leader, NULL);
   if (id)
     zkr_election_opts_set_id(*o, id);
   return zkr_election_opts_set_suspend(*o, keep ? ZKR_ELECTION_SUSPEND_KEEP
@@ -460,13 +497,13 @@ static void usage(void) {
           "[--log FILE] [--resource FILE] [--hold-forever] "
           "[--id TEXT] [--recipe mutex|read|write|mixed|semaphore|latch|"
           "selector] [--permits N] [--end resign|free] "
-          "[--suspend drop|keep]\n");
+          "[--suspend drop|keep] [--release-file FILE]\n");
   exit(64);
 }
 
 int main(int argc, char **argv) {
   const char *servers = NULL, *path = NULL, *logf = NULL, *res = NULL,
-             *id = NULL;
+             *id = NULL, *release = NULL;
   long iterations = 1, hold_ms = 10, timeout_ms = -1, session_ms = 10000,
        permits = 1;
   int forever = 0, end_free = 0, keep = 0;
@@ -499,6 +536,8 @@ int main(int argc, char **argv) {
       res = v;
     else if (strcmp(a, "--id") == 0)
       id = v;
+    else if (strcmp(a, "--release-file") == 0)
+      release = v;
     else if (strcmp(a, "--end") == 0) {
       if (strcmp(v, "resign") != 0 && strcmp(v, "free") != 0)
         usage();
@@ -553,6 +592,7 @@ int main(int argc, char **argv) {
   if (strcmp(recipe, "latch") == 0 || strcmp(recipe, "selector") == 0) {
     term_cfg c = {.logf = logf,
                   .res = res,
+                  .release = release,
                   .hold_ms = hold_ms,
                   .iterations = iterations,
                   .forever = forever,
