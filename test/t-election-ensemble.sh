@@ -17,7 +17,9 @@
 #   the ZooKeeper leader killed: the ensemble loses its quorum for a
 #     while, every connection drops, the leading participant steps down,
 #     and once a new ZooKeeper leader serves a new participant leads.
-# Each killed server is started again once a new participant leads. The
+# The follower's turn comes first when the leading participant is on a
+# follower, else second. Each killed server is started again once a new
+# participant leads (or, away from it, once it is seen to keep leading). The
 # journal check: the leaders' intervals never overlap, the fencing tokens
 # grow, every fault that reached the leader is followed by one new
 # leader. No duration is asserted.
@@ -139,8 +141,18 @@ fault_round() {
 	sb wait-ready >/dev/null 2>&1
 	ok $? "server $victim serves again"
 }
-fault_round follower
-fault_round leader
+# the follower's turn first if the leading participant sits on a
+# follower now, else the ZooKeeper leader's first (a new participant
+# leads after it, perhaps on a follower)
+L=$(leader)
+wait_for 20 connected "$L"
+if [ "$(server_of "$L")" != "$(sb leader)" ]; then
+	fault_round follower
+	fault_round leader
+else
+	fault_round leader
+	fault_round follower
+fi
 diag "the faults took $((SECONDS - t_start)) s"
 
 verdict=$(awk '
