@@ -42,6 +42,27 @@
  *                         nothing: a connection listener and a watch on the
  *                         lease node do)
  *     --permits N         the semaphore's limit (default 1)
+ *                         latch: Curator's LeaderLatch; each iteration is
+ *                         one term: a new LeaderLatch (id --id, else ""),
+ *                         start(), await(--timeout-ms), then lockworker's
+ *                         term: "ACQ pid seq token t_ms L" (token: the
+ *                         czxid of getOurPath()), every 10 ms for --hold-ms
+ *                         check hasLeadership() and write "TOUCH pid token
+ *                         t_ms" while it leads, "REL ... L", then close()
+ *                         (Curator has no resign: --end resign and free
+ *                         both close the latch; the next term starts a new
+ *                         one). With --resource, the O_EXCL FILE.holder
+ *                         check. No longer leading: "LOST pid token t_ms",
+ *                         "LOST" on stdout, exit 75. Held forever: lead
+ *                         once, "HELD <node> <token>", TOUCH while leading.
+ *                         selector: Curator's LeaderSelector with
+ *                         autoRequeue(); each takeLeadership() is one term
+ *                         (lines end with E; the node is the selector's
+ *                         mutex node); closed after --iterations terms.
+ *                         For both, "SESSION <id in hex>" is printed first.
+ *     --end resign|free   accepted for lockworker's sake (see latch)
+ *     --release-file FILE (latch, selector) end each term only once FILE
+ *                         exists as well, as lockworker does
  *     --wait-file FILE    (not in lockworker) connect first, print "READY"
  *                         on stdout, then wait until FILE exists before the
  *                         first acquire: the test starts the JVM early and
@@ -69,6 +90,9 @@ import java.util.stream.Stream;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.CuratorWatcher;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -166,7 +190,8 @@ public final class CuratorLock {
         + " [--iterations N] [--hold-ms MS] [--timeout-ms MS]"
         + " [--session-ms MS] [--log FILE] [--resource FILE]"
         + " [--hold-forever] [--id TEXT] [--wait-file FILE]"
-        + " [--recipe mutex|read|write|mixed|semaphore] [--permits N]");
+        + " [--recipe mutex|read|write|mixed|semaphore|latch|selector]"
+        + " [--permits N] [--end resign|free] [--release-file FILE]");
     System.exit(64);
   }
 
@@ -295,6 +320,171 @@ public final class CuratorLock {
     return status;
   }
 
+
+  /* ---- the election: --recipe latch and --recipe selector ---- */
+
+  interface Leads {
+    boolean now();
+  }
+
+  private static long czxid(CuratorFramework client, String node) {
+    try {
+      Stat st = node == null ? null : client.checkExists().forPath(node);
+      return st == null ? -1 : st.getCzxid();
+    } catch (Exception e) {
+      return -1;
+    }
+  }
+
+  private static int noteLost(String logf, long token) {
+    System.out.println("LOST");
+    System.out.flush();
+    append(logf, "LOST " + pid() + " " + token + " " + nowMs() + "\n");
+    return 75;
+  }
+
+  /* lockworker's lead_term(): ACQ, the writes (each right after a check
+   * that it still leads), REL; 0, 3 (overlap) or 75 (lost). Held forever
+   * it returns only 75. */
+  private static String releaseFile;
+
+  private static int leadTerm(Leads leads, String node, long token,
+      String kind, String logf, String res, long holdMs, boolean forever)
+      throws Exception {
+    if (!leads.now())
+      return noteLost(logf, token);
+    append(logf, "ACQ " + pid() + " " + seqOf(node) + " " + token + " "
+        + nowMs() + " " + kind + "\n");
+    if (forever) {
+      System.out.println("HELD " + node + " " + token);
+      System.out.flush();
+      for (;;) {
+        if (!leads.now())
+          return noteLost(logf, token);
+        append(logf, "TOUCH " + pid() + " " + token + " " + nowMs() + "\n");
+        Thread.sleep(10);
+      }
+    }
+    Path holder = res == null ? null : Paths.get(res + ".holder");
+    if (holder != null) {
+      try {
+        Files.createFile(holder); /* O_CREAT|O_EXCL */
+      } catch (FileAlreadyExistsException e) {
+        System.err.println("CuratorLock " + pid()
+            + ": OVERLAP: another leader inside");
+        return 3;
+      }
+    }
+    long end = nowMs() + holdMs;
+    do {
+      if (!leads.now())
+        return noteLost(logf, token);
+      append(logf, "TOUCH " + pid() + " " + token + " " + nowMs() + "\n");
+      Thread.sleep(10);
+    } while (nowMs() < end
+        || (releaseFile != null && !Files.exists(Paths.get(releaseFile))));
+    if (holder != null)
+      Files.deleteIfExists(holder);
+    append(logf, "REL " + pid() + " " + seqOf(node) + " " + token + " "
+        + nowMs() + " " + kind + "\n");
+    return 0;
+  }
+
+  /* --recipe latch: @iterations terms of a LeaderLatch each (or one
+   * forever) */
+  private static int runLatch(CuratorFramework client, String path,
+      String id, long iterations, long holdMs, long timeoutMs,
+      boolean forever, String logf, String res) throws Exception {
+    int status = 0;
+    for (long it = 0; it < (forever ? 1 : iterations); it++) {
+      LeaderLatch latch = new LeaderLatch(client, path, id == null ? "" : id);
+      latch.start();
+      boolean got;
+      try {
+        if (timeoutMs < 0) {
+          latch.await();
+          got = true;
+        } else {
+          got = latch.await(timeoutMs, TimeUnit.MILLISECONDS);
+        }
+      } catch (Exception e) {
+        System.err.println("CuratorLock " + pid() + ": await: " + e);
+        got = false;
+      }
+      if (!got) {
+        System.err.println("CuratorLock " + pid() + ": lead: timed out");
+        latch.close();
+        status = 1;
+        break;
+      }
+      String node = latch.getOurPath();
+      status = leadTerm(latch::hasLeadership, node, czxid(client, node), "L",
+          logf, res, holdMs, forever);
+      latch.close();
+      if (status != 0)
+        break;
+    }
+    return status;
+  }
+
+  /* --recipe selector: a LeaderSelector with autoRequeue(), closed after
+   * @iterations terms (or one forever, or a loss) */
+  private static int runSelector(CuratorFramework client, String path,
+      String id, long iterations, long holdMs, boolean forever, String logf,
+      String res) throws Exception {
+    final long want = forever ? 1 : iterations;
+    final Object mu = new Object();
+    final long[] terms = {0};
+    final int[] status = {0};
+    final LeaderSelector[] self = {null};
+    LeaderSelector sel = new LeaderSelector(client, path,
+        new LeaderSelectorListenerAdapter() {
+          @Override
+          public void takeLeadership(CuratorFramework c) throws Exception {
+            synchronized (mu) {
+              if (status[0] != 0 || terms[0] >= want)
+                return;
+            }
+            /* the selector's mutex node (a private field) */
+            String node = null;
+            try {
+              java.lang.reflect.Field f =
+                  LeaderSelector.class.getDeclaredField("mutex");
+              f.setAccessible(true);
+              node = lockPath((InterProcessMutex) f.get(self[0]));
+            } catch (Exception e) {
+              /* node stays null: token -1 */
+            }
+            int st;
+            try {
+              st = leadTerm(
+                  () -> self[0].hasLeadership()
+                      && !Thread.currentThread().isInterrupted(),
+                  node, czxid(c, node), "E", logf, res, holdMs, forever);
+            } catch (InterruptedException e) {
+              st = noteLost(logf, czxid(c, node));
+            }
+            synchronized (mu) {
+              terms[0]++;
+              if (st != 0 && status[0] == 0)
+                status[0] = st;
+              mu.notifyAll();
+            }
+          }
+        });
+    self[0] = sel;
+    if (id != null)
+      sel.setId(id);
+    sel.autoRequeue();
+    sel.start();
+    synchronized (mu) {
+      while (status[0] == 0 && terms[0] < want)
+        mu.wait();
+    }
+    sel.close();
+    return status[0];
+  }
+
   public static void main(String[] argv) throws Exception {
     String servers = null, path = null, logf = null, res = null, id = null,
         waitFile = null;
@@ -322,6 +512,11 @@ public final class CuratorLock {
       case "--resource": res = v; break;
       case "--id": id = v; break;
       case "--wait-file": waitFile = v; break;
+      case "--release-file": releaseFile = v; break;
+      case "--end":
+        if (!v.equals("resign") && !v.equals("free"))
+          usage();
+        break;
       case "--permits":
         permits = num(v);
         if (permits < 1 || permits > Integer.MAX_VALUE)
@@ -329,12 +524,14 @@ public final class CuratorLock {
         break;
       case "--recipe":
         /* the Curator recipe to contend with: InterProcessMutex,
-         * InterProcessReadWriteLock, InterProcessSemaphoreV2; the election
-         * adds its */
+         * InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch,
+         * LeaderSelector */
         if (!v.equals("mutex") && !v.equals("read") && !v.equals("write")
-            && !v.equals("mixed") && !v.equals("semaphore")) {
+            && !v.equals("mixed") && !v.equals("semaphore")
+            && !v.equals("latch") && !v.equals("selector")) {
           System.err.println("CuratorLock: unknown recipe '" + v
-              + "' (known: mutex, read, write, mixed, semaphore)");
+              + "' (known: mutex, read, write, mixed, semaphore, latch,"
+              + " selector)");
           System.exit(64);
         }
         recipe = v;
@@ -369,6 +566,18 @@ public final class CuratorLock {
       Path go = Paths.get(waitFile);
       while (!Files.exists(go))
         Thread.sleep(5);
+    }
+    if (recipe.equals("latch") || recipe.equals("selector")) {
+      System.out.println("SESSION " + Long.toHexString(
+          client.getZookeeperClient().getZooKeeper().getSessionId()));
+      System.out.flush();
+      int st = recipe.equals("latch")
+          ? runLatch(client, path, id, iterations, holdMs, timeoutMs, forever,
+              logf, res)
+          : runSelector(client, path, id, iterations, holdMs, forever, logf,
+              res);
+      client.close();
+      System.exit(st);
     }
     if (recipe.equals("semaphore"))
       System.exit(runSemaphore(client, path, (int) permits, id, iterations,

@@ -42,6 +42,37 @@
  *                         pid NAME t_ms" to --log) it prints "LOST" and
  *                         exits 75 without writing.
  *     --permits N         the semaphore's limit (default 1)
+ *                         latch: the leader election's latch
+ *                         (zkr_election_start()); each iteration is one
+ *                         term: wait to lead (--timeout-ms), append "ACQ
+ *                         pid seq token t_ms L" (token: the leader's
+ *                         fencing token), then every 10 ms for --hold-ms
+ *                         check zkr_election_is_leader() and, while it
+ *                         leads, write "TOUCH pid token t_ms" to --log
+ *                         (the shared resource); append "REL pid seq token
+ *                         t_ms L" and leave the leadership as --end says.
+ *                         With --resource, a leader creates FILE.holder
+ *                         with O_EXCL after its ACQ line (an existing one
+ *                         is an overlap: exit 3) and removes it before its
+ *                         REL line. When it no longer leads in a term it
+ *                         appends "LOST pid token t_ms", prints "LOST" and
+ *                         exits 75 without writing. Held forever: lead
+ *                         once, print "HELD <node> <token>", then TOUCH
+ *                         every 10 ms while leading (--resource unused).
+ *                         At start it prints "SESSION <id in hex>".
+ *                         selector: the same terms with zkr_election_run()
+ *                         and requeue: each run of the function is one
+ *                         term; after --iterations terms the participant
+ *                         is freed. ACQ/REL lines end with E.
+ *     --end resign|free   latch: after each term resign (queue again at
+ *                         the back, the default) or free the participant
+ *                         (its node is deleted; the next term joins with a
+ *                         new one)
+ *     --release-file FILE (latch, selector) end each term only once FILE
+ *                         exists as well (the test hands leadership on,
+ *                         on cue)
+ *     --suspend drop|keep the election's ZKR_ELECTION_SUSPEND_* (default
+ *                         drop)
  * Exit: 0 done, 1 acquire failed, 3 overlap seen, 75 lock lost, 64 usage.
  */
 #include "config.h"
@@ -54,6 +85,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,21 +276,237 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
   return status;
 }
 
+/* ---- the election: --recipe latch and --recipe selector ---- */
+
+typedef struct term_cfg {
+  const char *logf, *res, *release;
+  long hold_ms, iterations;
+  int forever;
+  char kind; /* 'L' latch, 'E' selector */
+  /* the selector's function reports through these */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  long terms;
+  int status; /* 0, 3 overlap, 75 lost */
+} term_cfg;
+
+/* What the election's listener said last: 2 * (number of calls) + the
+ * value, in one word. A term starts once the listener has told a new 1
+ * and ends at its next call (a 0: it is called once per change), so a
+ * short loss that is_leader() polling could miss (a cut connection that
+ * comes back within 10 ms) is still a loss. */
+static atomic_long told;
+static long told_used;
+
+static void on_leader(zkr_election *e, int is_leader, void *ud) {
+  (void)e;
+  (void)ud;
+  long t = atomic_load(&told);
+  atomic_store(&told, (t / 2 + 1) * 2 + (is_leader != 0));
+}
+
+/* Does the participant still lead in the term that began at the
+ * listener's call @at? */
+static int still_leads(zkr_election *e, long at) {
+  return zkr_election_is_leader(e) && atomic_load(&told) == at;
+}
+
+/* Append "LOST pid token t_ms" and say so on stdout. */
+static void note_lost(const term_cfg *c, int64_t token) {
+  char line[200];
+  printf("LOST\n");
+  snprintf(line, sizeof line, "LOST %ld %lld %lld\n", (long)getpid(),
+           (long long)token, (long long)now_ms());
+  append(c->logf, line);
+}
+
+/* One term of the leader @e: ACQ, the writes (each right after a check
+ * that it still leads), REL. Returns 0, 3 (overlap) or 75 (lost: nothing
+ * written after the check that found it). Held forever it returns only
+ * 75. */
+static int lead_term(zkr_election *e, term_cfg *c) {
+  char node[1200] = "", line[600], holder[4200] = "";
+  /* the listener's 1 for this leadership (it may come a moment after
+   * await()) */
+  int64_t until = now_ms() + 10000;
+  long up;
+  while ((up = atomic_load(&told)) <= told_used || up % 2 == 0) {
+    if (!zkr_election_is_leader(e) || now_ms() > until) {
+      note_lost(c, 0);
+      return 75;
+    }
+    usleep(1000);
+  }
+  told_used = up;
+  if (zkr_election_node(e, node, sizeof node) != ZKR_OK ||
+      !still_leads(e, up)) {
+    note_lost(c, 0);
+    return 75;
+  }
+  int64_t token = zkr_election_fencing_token(e);
+  snprintf(line, sizeof line, "ACQ %ld %d %lld %lld %c\n", (long)getpid(),
+           seq_of(node), (long long)token, (long long)now_ms(), c->kind);
+  append(c->logf, line);
+  if (c->forever) {
+    printf("HELD %s %lld\n", node, (long long)token);
+    int fd = c->logf ? open(c->logf, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+    for (;;) {
+      snprintf(line, sizeof line, "TOUCH %ld %lld %lld\n", (long)getpid(),
+               (long long)token, (long long)now_ms());
+      /* the check right before the write: a pause can still fall between
+       * the two (no check can close that window; a fencing token does),
+       * but it is a few instructions wide */
+      if (!still_leads(e, up)) {
+        if (fd >= 0)
+          close(fd);
+        note_lost(c, token);
+        return 75;
+      }
+      if (fd >= 0) {
+        ssize_t w = write(fd, line, strlen(line));
+        (void)w;
+      }
+      usleep(10000);
+    }
+  }
+  if (c->res) {
+    snprintf(holder, sizeof holder, "%s.holder", c->res);
+    int fd = open(holder, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+      fprintf(stderr, "lockworker %ld: OVERLAP: another leader inside\n",
+              (long)getpid());
+      return 3;
+    }
+    close(fd);
+  }
+  int64_t end = now_ms() + c->hold_ms;
+  do {
+    if (!still_leads(e, up)) {
+      note_lost(c, token);
+      return 75; /* (the holder file stays: nobody else may write) */
+    }
+    snprintf(line, sizeof line, "TOUCH %ld %lld %lld\n", (long)getpid(),
+             (long long)token, (long long)now_ms());
+    append(c->logf, line);
+    usleep(10000);
+  } while (now_ms() < end || (c->release && access(c->release, F_OK) != 0));
+  if (c->res)
+    unlink(holder);
+  snprintf(line, sizeof line, "REL %ld %d %lld %lld %c\n", (long)getpid(),
+           seq_of(node), (long long)token, (long long)now_ms(), c->kind);
+  append(c->logf, line);
+  return 0;
+}
+
+static int opts_for(zkr_election_opts **o, const char *id, int keep) {
+  zkr_election_opts_new(o);
+  zkr_election_opts_set_listener(*o, on_leader, NULL);
+  if (id)
+    zkr_election_opts_set_id(*o, id);
+  return zkr_election_opts_set_suspend(*o, keep ? ZKR_ELECTION_SUSPEND_KEEP
+                                                : ZKR_ELECTION_SUSPEND_DROP);
+}
+
+/* --recipe latch: @c->iterations terms (or one forever). */
+static int run_latch(zkr_session *s, const char *path, const char *id, int keep,
+                     int end_free, long timeout_ms, term_cfg *c) {
+  zkr_election_opts *o = NULL;
+  opts_for(&o, id, keep);
+  zkr_election *e = NULL;
+  int status = 0, rc = ZKR_OK;
+  for (long it = 0; it < (c->forever ? 1 : c->iterations); it++) {
+    if (!e) {
+      rc = zkr_election_new(&e, s, path, o);
+      if (rc == ZKR_OK)
+        rc = zkr_election_start(e);
+    }
+    if (rc == ZKR_OK)
+      rc = zkr_election_await(e, timeout_ms);
+    if (rc != ZKR_OK) {
+      fprintf(stderr, "lockworker %ld: lead: %s\n", (long)getpid(),
+              zkr_strerror(rc));
+      status = 1;
+      break;
+    }
+    status = lead_term(e, c);
+    if (status != 0)
+      break;
+    if (end_free) {
+      zkr_election_free(e);
+      e = NULL;
+    } else if ((rc = zkr_election_resign(e)) != ZKR_OK) {
+      fprintf(stderr, "lockworker %ld: resign: %s\n", (long)getpid(),
+              zkr_strerror(rc));
+      status = 1;
+      break;
+    }
+  }
+  zkr_election_free(e);
+  zkr_election_opts_free(o);
+  return status;
+}
+
+static void selector_term(zkr_election *e, void *ud) {
+  term_cfg *c = ud;
+  pthread_mutex_lock(&c->mu);
+  int go = c->status == 0 && c->terms < c->iterations;
+  pthread_mutex_unlock(&c->mu);
+  int st = go ? lead_term(e, c) : 0;
+  pthread_mutex_lock(&c->mu);
+  if (go) {
+    c->terms++;
+    if (st != 0 && c->status == 0)
+      c->status = st;
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* --recipe selector: terms run by zkr_election_run() with requeue, until
+ * @c->iterations are done (or one forever, or a loss). */
+static int run_selector(zkr_session *s, const char *path, const char *id,
+                        int keep, term_cfg *c) {
+  zkr_election_opts *o = NULL;
+  opts_for(&o, id, keep);
+  zkr_election *e = NULL;
+  int rc = zkr_election_new(&e, s, path, o);
+  zkr_election_opts_free(o);
+  if (c->forever)
+    c->iterations = 1;
+  if (rc == ZKR_OK)
+    rc = zkr_election_run(e, selector_term, c, 1);
+  if (rc != ZKR_OK) {
+    fprintf(stderr, "lockworker %ld: run: %s\n", (long)getpid(),
+            zkr_strerror(rc));
+    zkr_election_free(e);
+    return 1;
+  }
+  pthread_mutex_lock(&c->mu);
+  while (c->status == 0 && c->terms < c->iterations)
+    pthread_cond_wait(&c->cv, &c->mu);
+  int status = c->status;
+  pthread_mutex_unlock(&c->mu);
+  zkr_election_free(e); /* waits for a running function */
+  return status;
+}
+
 static void usage(void) {
-  fprintf(stderr, "usage: lockworker --servers HOSTS --path PATH [--iterations"
-                  " N] [--hold-ms MS] [--timeout-ms MS] [--session-ms MS] "
-                  "[--log FILE] [--resource FILE] [--hold-forever] "
-                  "[--id TEXT] [--recipe mutex|read|write|mixed|semaphore] "
-                  "[--permits N]\n");
+  fprintf(stderr,
+          "usage: lockworker --servers HOSTS --path PATH [--iterations"
+          " N] [--hold-ms MS] [--timeout-ms MS] [--session-ms MS] "
+          "[--log FILE] [--resource FILE] [--hold-forever] "
+          "[--id TEXT] [--recipe mutex|read|write|mixed|semaphore|latch|"
+          "selector] [--permits N] [--end resign|free] "
+          "[--suspend drop|keep] [--release-file FILE]\n");
   exit(64);
 }
 
 int main(int argc, char **argv) {
   const char *servers = NULL, *path = NULL, *logf = NULL, *res = NULL,
-             *id = NULL;
+             *id = NULL, *release = NULL;
   long iterations = 1, hold_ms = 10, timeout_ms = -1, session_ms = 10000,
        permits = 1;
-  int forever = 0;
+  int forever = 0, end_free = 0, keep = 0;
   const char *recipe = "mutex";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -288,7 +536,17 @@ int main(int argc, char **argv) {
       res = v;
     else if (strcmp(a, "--id") == 0)
       id = v;
-    else if (strcmp(a, "--permits") == 0) {
+    else if (strcmp(a, "--release-file") == 0)
+      release = v;
+    else if (strcmp(a, "--end") == 0) {
+      if (strcmp(v, "resign") != 0 && strcmp(v, "free") != 0)
+        usage();
+      end_free = strcmp(v, "free") == 0;
+    } else if (strcmp(a, "--suspend") == 0) {
+      if (strcmp(v, "drop") != 0 && strcmp(v, "keep") != 0)
+        usage();
+      keep = strcmp(v, "keep") == 0;
+    } else if (strcmp(a, "--permits") == 0) {
       char *end;
       permits = strtol(v, &end, 10);
       if (*end || permits < 1 || permits > ZKR_SEMAPHORE_MAX) {
@@ -296,14 +554,14 @@ int main(int argc, char **argv) {
         exit(64);
       }
     } else if (strcmp(a, "--recipe") == 0) {
-      /* the recipe this worker contends with: the election adds its
-       * here */
+      /* the recipe this worker contends with */
       if (strcmp(v, "mutex") != 0 && strcmp(v, "read") != 0 &&
           strcmp(v, "write") != 0 && strcmp(v, "mixed") != 0 &&
-          strcmp(v, "semaphore") != 0) {
+          strcmp(v, "semaphore") != 0 && strcmp(v, "latch") != 0 &&
+          strcmp(v, "selector") != 0) {
         fprintf(stderr,
                 "lockworker: unknown recipe '%s' (known: mutex, read, "
-                "write, mixed, semaphore)\n",
+                "write, mixed, semaphore, latch, selector)\n",
                 v);
         exit(64);
       }
@@ -328,6 +586,23 @@ int main(int argc, char **argv) {
   if (strcmp(recipe, "semaphore") == 0) {
     int st = run_semaphore(s, path, (int)permits, id, iterations, hold_ms,
                            timeout_ms, forever, logf, res);
+    zkr_session_close(s);
+    return st;
+  }
+  if (strcmp(recipe, "latch") == 0 || strcmp(recipe, "selector") == 0) {
+    term_cfg c = {.logf = logf,
+                  .res = res,
+                  .release = release,
+                  .hold_ms = hold_ms,
+                  .iterations = iterations,
+                  .forever = forever,
+                  .kind = recipe[0] == 'l' ? 'L' : 'E'};
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    printf("SESSION %llx\n", (unsigned long long)zkr_session_id(s));
+    int st = c.kind == 'L'
+                 ? run_latch(s, path, id, keep, end_free, timeout_ms, &c)
+                 : run_selector(s, path, id, keep, &c);
     zkr_session_close(s);
     return st;
   }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # t-interop-curator.sh - TAP tests: zkr's mutex and Apache Curator's
-# InterProcessMutex share one lock (same node layout, same queue), against a
+# InterProcessMutex share one lock (same node layout, same queue), as do
+# the read-write locks, the semaphores, zkr's latch and Curator's
+# LeaderLatch, and zkr's selector and Curator's LeaderSelector, against a
 # real standalone server. The Curator side is test/CuratorLock.java, compiled
 # here against Debian's jars (libcurator-recipes-java and friends); the zkr
 # side is test/lockworker. python3-kazoo (Debian's /usr/bin/python3) counts
@@ -153,7 +155,7 @@ check_log() {
 	END { if (!bad) print "ok" order }' "$1"
 }
 
-echo "1..41"
+echo "1..49"
 
 # ---------------------------------------------------------------- set-up
 t0=$SECONDS
@@ -668,6 +670,121 @@ ok $? "the limit is reached and never passed, across languages (most inside: $ma
 [ "$(kz wait-count "$S/leases" 0 10)" = 0 ] && [ "$(kz wait-count "$S/locks" 0 5)" = 0 ] &&
 	! ls "$d"/sm.res.lease.* >/dev/null 2>&1
 ok $? "no node left under leases/ or locks/, no holder left inside"
+
+# ------------------------------------------- the election
+# zkr's latch and Curator's LeaderLatch on one path (latch- nodes), and
+# zkr's selector and Curator's LeaderSelector on another (lock- nodes).
+# Each term of either side writes ACQ, TOUCH (each after a check that it
+# still leads) and REL lines to one log, with the leader's fencing token.
+# pass_on NAME RECIPE A B C: participants of kinds A, B, C (zkr or cur)
+# queue in that order; A leads until told, then leadership must pass on
+# close, A to B to C; sets pass_ok, pass_who ("PID_A PID_B PID_C")
+pass_on() {
+	local L=/interop/elect-$1 log=$d/el-$1.log r=$2 i k p
+	local who=() go=() args
+	pass_ok=1 pass_who=
+	# the JVMs start first and join on cue
+	for i in 0 1 2; do
+		k=${*:3+i:1}
+		args=(--path "$L" --recipe "$r" --log "$log" --resource "$d/el-$1.res" --hold-ms 200 --end free)
+		[ $i = 0 ] && args+=(--release-file "$d/rel.$1")
+		if [ "$k" = cur ]; then
+			cur "${args[@]}" --wait-file "$d/go.$1.$i" >"$d/el-$1-$i.out" 2>"$d/el-$1-$i.err" &
+			who[i]=$!
+			pids+=($!)
+		fi
+	done
+	for i in 0 1 2; do
+		if [ -n "${who[i]:-}" ]; then wait_line "$d/el-$1-$i.out" '^READY' 20 || return; fi
+	done
+	for i in 0 1 2; do
+		k=${*:3+i:1}
+		args=(--path "$L" --recipe "$r" --log "$log" --resource "$d/el-$1.res" --hold-ms 200 --end free)
+		[ $i = 0 ] && args+=(--release-file "$d/rel.$1")
+		if [ "$k" = cur ]; then
+			touch "$d/go.$1.$i"
+		else
+			zkr "${args[@]}" >"$d/el-$1-$i.out" 2>"$d/el-$1-$i.err" &
+			who[i]=$!
+			pids+=($!)
+		fi
+		if [ $i = 0 ]; then
+			wait_line "$log" "^ACQ ${who[0]} " 20 || return
+		else
+			[ "$(kz wait-count "$L" $((i + 1)) 20)" = $((i + 1)) ] || return
+		fi
+	done
+	pass_who="${who[*]}"
+	# all queued, A leads and nobody else wrote
+	[ "$(grep -c '^ACQ' "$log")" = 1 ] || return
+	touch "$d/rel.$1"
+	for p in "${who[@]}"; do
+		finish "$p" 30 || return
+	done
+	[ "$(check_log "$log")" = "ok $pass_who" ] && [ ! -e "$d/el-$1.res.holder" ] && pass_ok=0
+}
+# mixed_terms NAME RECIPE: 2 Curator and 2 zkr participants x 5 terms;
+# sets mix_ok, mix_got (check_log's verdict), mix_sw (handoffs between
+# the languages), mix_codes
+mixed_terms() {
+	local L=/interop/elect-mixed-$1 log=$d/em-$1.log ps=() cp2=" " i p rc prev= kk
+	: >"$log"
+	for i in 1 2; do
+		cur --path "$L" --recipe "$2" --log "$log" --resource "$d/em-$1.res" \
+			--iterations 5 --hold-ms 30 --timeout-ms 60000 --wait-file "$d/go.em-$1" \
+			>"$d/em-$1-c$i.out" 2>>"$d/em-$1.err" &
+		ps+=($!)
+		pids+=($!)
+		cp2="$cp2$! "
+	done
+	for i in 1 2; do wait_line "$d/em-$1-c$i.out" '^READY' 20; done
+	touch "$d/go.em-$1"
+	for i in 1 2; do
+		zkr --path "$L" --recipe "$2" --log "$log" --resource "$d/em-$1.res" \
+			--iterations 5 --hold-ms 30 --timeout-ms 60000 \
+			>"$d/em-$1-z$i.out" 2>>"$d/em-$1.err" &
+		ps+=($!)
+		pids+=($!)
+	done
+	mix_ok=0 mix_codes= mix_sw=0
+	for p in "${ps[@]}"; do
+		finish "$p" 90
+		rc=$?
+		mix_codes="$mix_codes $rc"
+		[ $rc -eq 0 ] || mix_ok=1
+	done
+	mix_got=$(check_log "$log")
+	for p in ${mix_got#ok}; do
+		case $cp2 in *" $p "*) kk=c ;; *) kk=z ;; esac
+		[ -n "$prev" ] && [ "$kk" != "$prev" ] && mix_sw=$((mix_sw + 1))
+		prev=$kk
+	done
+	[ "${mix_got%% *}" = ok ] && [ "$(grep -c '^ACQ' "$log")" = 20 ] &&
+		[ ! -e "$d/em-$1.res.holder" ] && [ $mix_sw -gt 0 ] || mix_ok=1
+	[ $mix_ok = 0 ] || diag "$(sort "$d/em-$1.err" 2>/dev/null | uniq -c | head -5)"
+}
+
+pass_on latch-czc latch cur zkr cur
+ok $pass_ok "LeaderLatch, zkr latch, LeaderLatch queue on one path; each close hands leadership to the next, Java to C and back ($pass_who)"
+pass_on latch-zcz latch zkr cur zkr
+ok $pass_ok "zkr latch, LeaderLatch, zkr latch: from C to Java and back ($pass_who)"
+mixed_terms latch latch
+ok $mix_ok "2 LeaderLatch + 2 zkr latch processes x 5 terms: one leader at a time, fencing tokens grow (${mix_got%% *}; $mix_sw Java<->C handoffs; exits:$mix_codes)"
+[ "$(kz wait-count /interop/elect-latch-czc 0 10)" = 0 ] &&
+	[ "$(kz wait-count /interop/elect-latch-zcz 0 10)" = 0 ] &&
+	[ "$(kz wait-count /interop/elect-mixed-latch 0 10)" = 0 ]
+ok $? "no latch node left"
+
+pass_on sel-czc selector cur zkr cur
+ok $pass_ok "LeaderSelector, zkr selector, LeaderSelector queue on one path; each term's end hands leadership to the next, Java to C and back ($pass_who)"
+pass_on sel-zcz selector zkr cur zkr
+ok $pass_ok "zkr selector, LeaderSelector, zkr selector: from C to Java and back ($pass_who)"
+mixed_terms sel selector
+ok $mix_ok "2 LeaderSelector (autoRequeue) + 2 zkr selector (requeue) processes x 5 terms: one leader at a time, fencing tokens grow (${mix_got%% *}; $mix_sw Java<->C handoffs; exits:$mix_codes)"
+[ "$(kz wait-count /interop/elect-sel-czc 0 10)" = 0 ] &&
+	[ "$(kz wait-count /interop/elect-sel-zcz 0 10)" = 0 ] &&
+	[ "$(kz wait-count /interop/elect-mixed-sel 0 10)" = 0 ]
+ok $? "no selector node left"
 
 diag "took $((SECONDS - t_start)) s"
 exit 0
