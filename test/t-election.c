@@ -443,6 +443,45 @@ static void test_observe(void) {
   is(zkt_children(admin, path) <= 0, 1, "an observer created nothing");
 }
 
+/* Free and resign right after joining, while the create is under way: no
+ * node left behind, exactly one node per participant (CURATOR-18 left a
+ * latch node forever when closed during its create). */
+static int no_nodes(void *arg) {
+  return zkt_children(admin, arg) <= 0; /* (-1: the path is not there) */
+}
+
+static void test_close_during_create(void) {
+  const char *path = zkt_path("close-early");
+  zkr_session *s = zkt_connect(hosts, 10000);
+  int bad = 0;
+  for (int i = 0; i < 20; i++) {
+    zkr_election *e = NULL;
+    if (zkr_election_new(&e, s, path, NULL) != ZKR_OK ||
+        zkr_election_start(e) != ZKR_OK)
+      bad++;
+    zkr_election_free(e); /* the create's reply has not come yet */
+  }
+  is(bad, 0, "20 participants joined and were freed at once");
+  ok(zkt_wait_for(zkt_bg_idle, s, 10000), "their deletions are done");
+  ok(zkt_wait_for(no_nodes, (void *)path, 10000), "no node left behind (%d)",
+     zkt_children(admin, path));
+  who a;
+  who_open(&a, path, "a", 10000);
+  for (int i = 0; i < 5; i++) {
+    zkr_election_start(a.e);
+    zkr_election_resign(a.e); /* again while its create is under way */
+  }
+  is(zkr_election_await(a.e, 10000), ZKR_OK,
+     "resigned during its create, "
+     "it leads in the end");
+  ok(zkt_wait_for(zkt_bg_idle, a.s, 10000) &&
+         zkt_children_become(admin, path, 1, 10000),
+     "with exactly one node (%d)", zkt_children(admin, path));
+  who_close(&a);
+  zkr_session_close(s);
+  ok(zkt_wait_for(no_nodes, (void *)path, 10000), "nothing left");
+}
+
 int main(void) {
   tap_init(240);
   hosts = zkt_start(1);
@@ -454,6 +493,7 @@ int main(void) {
   test_not_our_node();
   test_selector();
   test_observe();
+  test_close_during_create();
   zkr_session_close(admin);
   return tap_done();
 }
