@@ -155,21 +155,7 @@ else
 fi
 diag "the faults took $((SECONDS - t_start)) s"
 
-verdict=$(awk '
-	function bad(why) { print "bad " why " (line " NR ": " $0 ")"; failed = 1; exit }
-	$1 == "ACQ" {
-		if (n && $4 + 0 <= tok + 0) bad("token " $4 " not above " tok)
-		if (n && $5 + 0 < last + 0) bad("ACQ at " $5 " before the last write of the previous leader at " last)
-		if ($2 in led) bad("a leader led twice")
-		cur = $2; tok = $4; last = $5; led[$2] = 1; order = order " " $2; n++
-		next
-	}
-	$1 == "TOUCH" {
-		if ($2 != cur) bad("a write by " $2 " while " cur " leads")
-		if ($3 != tok) bad("a write with token " $3 " under token " tok)
-		last = $4
-	}
-	END { if (!failed) print "ok " n order }' "$J")
+verdict=$(journal_verdict "$J")
 [ "${verdict%% *}" = ok ]
 ok $? "journal: the leaders' intervals never overlap, one writer at a time, the tokens grow"
 [ "${verdict%% *}" = ok ] || diag "$verdict"

@@ -104,3 +104,26 @@ while True:
 print(n); zk.stop()
 PY
 }
+
+# journal_verdict FILE: check an election journal of lockworker's latch and
+# selector lines ("ACQ pid seq token t", "TOUCH pid token t", ...): the
+# leaders' terms never overlap, only the current leader writes, with its
+# token, tokens grow, nobody leads twice. Prints "ok N PIDS" or
+# "bad REASON".
+journal_verdict() {
+  awk '
+	function bad(why) { print "bad " why " (line " NR ": " $0 ")"; failed = 1; exit }
+	$1 == "ACQ" {
+		if (n && $4 + 0 <= tok + 0) bad("token " $4 " not above " tok)
+		if (n && $5 + 0 < last + 0) bad("ACQ at " $5 " before the last write of the previous leader at " last)
+		if ($2 in led) bad("a leader led twice")
+		cur = $2; tok = $4; last = $5; led[$2] = 1; order = order " " $2; n++
+		next
+	}
+	$1 == "TOUCH" {
+		if ($2 != cur) bad("a write by " $2 " while " cur " leads")
+		if ($3 != tok) bad("a write with token " $3 " under token " tok)
+		last = $4
+	}
+	END { if (!failed) print "ok " n order }' "$1"
+}
