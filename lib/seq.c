@@ -43,10 +43,13 @@ static int parse_num(const char *p, size_t n, int32_t *out) {
     v = -v;
   if (v > INT32_MAX || v < INT32_MIN)
     return 0;
+  /* only the form "%010d" gives: a positive number (or 0) zero-padded to
+   * 10 digits; a negative one as "-" and 9 digits ("-000000005"), or "-"
+   * and 10 digits without a leading zero ("-1000000005"); never "-0…0" */
   if (!neg && n != 10)
-    return 0; /* positive numbers are always zero-padded to 10 digits */
-  if (neg && n < 9)
-    return 0; /* "-" plus at least 9 digits: %010d of a negative */
+    return 0;
+  if (neg && !((n == 9 && v != 0) || (n == 10 && p[0] != '0')))
+    return 0;
   *out = (int32_t)v;
   return 1;
 }

@@ -43,6 +43,18 @@ int main(void) {
   ok(!zkr__seq_parse("_c_x-lock-00000000a1", &v), "letters: not a contender");
   ok(!zkr__seq_parse("x2147483648", &v), "out of int32 range: not one");
   ok(!zkr__seq_parse("", &v) && !zkr__seq_parse(NULL, &v), "empty / NULL");
+  /* found by fuzz/fuzz-seq (corpus: finding-noncanonical-negative): only
+   * what "%010d" writes is a sequence number; the parse read "-0000000003"
+   * as -3 although the name does not end in "%010d" of -3 ("-000000003"),
+   * so zkr__seq_marked disagreed with it */
+  is(seq_of("40123456__READ__-0000000003"), 3,
+     "'-' and ten digits with a leading zero: the ten digits are the number");
+  ok(!zkr__seq_marked("40123456__READ__-0000000003", "__READ__"),
+     "and the '-' stands between the marker and the number");
+  ok(!zkr__seq_parse("_c_x-lock--000000000", &v), "'-000000000': not one");
+  ok(zkr__seq_parse("_c_x-lock-0000000000", &v) && v == 0, "0 is '0000000000'");
+  is(seq_of("x__rlock__-1500000000"), -1500000000,
+     "ten-digit negative after kazoo's reader marker");
 
   ok(zkr__seq_cmp(1, 2) < 0 && zkr__seq_cmp(2, 1) > 0 &&
          zkr__seq_cmp(5, 5) == 0,
@@ -86,6 +98,9 @@ int main(void) {
   ok(!zkr__seq_marked("_c_u-__WRIT__0000000007", "__READ__"), "a writer");
   ok(!zkr__seq_marked("__READ__x0000000007", "__READ__"),
      "marker not right before the number");
+  ok(zkr__seq_marked("x__rlock__-1500000000", "__rlock__") &&
+         zkr__seq_marked("_c_u-__READ__-2147483648", "__READ__"),
+     "reader markers before an 11-character number");
   ok(!zkr__seq_marked("__READ__", "__READ__") &&
          !zkr__seq_marked("_c_u-__READ__12", "__READ__"),
      "no sequence number: no marker");
