@@ -165,6 +165,8 @@ int zkr__hosts_check(const char *hosts) {
       return ZKR_EBADPATH; /* a chroot of "/" is meaningless */
     end = slash;
   }
+  if (end == hosts)
+    return ZKR_EBADCONN; /* a chroot and no host */
   const char *p = hosts;
   while (p < end) {
     const char *comma = memchr(p, ',', (size_t)(end - p));

@@ -77,6 +77,9 @@ int main(void) {
   is(zkr__hosts_check("h:1/a/"), ZKR_EBADPATH, "chroot '/a/' refused");
   is(zkr__hosts_check("h:1/a//b"), ZKR_EBADPATH, "chroot '/a//b' refused");
   is(zkr__hosts_check(NULL), ZKR_EBADCONN, "NULL hosts refused");
+  /* found by fuzz/fuzz-hosts (corpus: finding-chroot-only): a chroot with
+   * no host before it was accepted, and zookeeper_init given no server */
+  is(zkr__hosts_check("/h63158"), ZKR_EBADCONN, "a chroot alone refused");
 
   /* what the ZooKeeper C client is given: its getaddrinfo would get the
    * brackets, and its strtol(..., 0) would read "0" as octal */
