@@ -190,6 +190,7 @@ byte ust[NC];        /* 0 acquiring, 1 holding, 2 done */
 /* delete node n, firing data watches on it and children watches on its
  * parent (ZooKeeper's NodeDeleted, NodeChildrenChanged) */
 inline srv_delete(n) {
+  printf("MSC: server: node %d deleted\n", n);
   nex[n] = 0;
   k = 0;
   do
@@ -223,6 +224,7 @@ inline srv_apply(c, silent) {
         assert(nnodes < MAXN);
         n = nnodes; nnodes++;
         nex[n] = 1; nown[n] = c; ngen[n] = g; npfx[n] = a;
+        printf("MSC: server: node %d created for contender %d\n", n, c);
         npar[n] = PAR(q); nseq[n] = seqctr[npar[n]]; seqctr[npar[n]]++;
 #ifdef RWLOCK
         nwr[n] = writer[c];
@@ -393,6 +395,7 @@ inline finish(q, r) {
      drop_watch(q, CHILDREN(q));
      clear_preds(q);
      ph[q] = Q_HELD;
+     printf("MSC: queue %d holds with node %d\n", q, me[q]);
      check_holders(q)
   :: else ->
      /* abandon() */
@@ -695,6 +698,7 @@ inline on_data_event(c, deleted) {
   :: wn[q] == a && wid[q] != 0 ->
      assert(ph[q] == Q_WATCHING);
      wid[q] = 0; wn[q] = NONE;        /* zkr__q_watch_consumed */
+     printf("MSC: queue %d: watch event on node %d\n", q, a);
 #ifdef MUTANT_NO_WAKE_CHECK
      finish(q, R_OK)                  /* the event taken as the grant */
 #else
@@ -767,7 +771,9 @@ inline q_start(q) {
 /* zkr__queue_cancel (and the deadline: the same finish) */
 inline q_cancel(q) {
   if
-  :: ACQUIRING(q) -> canc[q] = 1; finish(q, R_CANCELED)
+  :: ACQUIRING(q) -> canc[q] = 1;
+     printf("MSC: queue %d cancelled\n", q);
+     finish(q, R_CANCELED)
   :: else
   fi
 }
@@ -812,6 +818,7 @@ inline guarded_write(q) {
      :: else -> break
      od;
      k = 0; j = 0;
+     printf("MSC: queue %d: guarded write committed\n", q);
      commits++
   :: else      /* the check op fails: ZKR_ELOCKLOST, nothing written */
   fi
@@ -850,6 +857,7 @@ end:
                     * new session follows (CONNECTED) */
           if FOR_C(OPT_C) fi;
           faults++; n = 0;
+          printf("MSC: fault: session of contender %d expires\n", c);
           do
           :: n < nnodes ->
              if
@@ -874,6 +882,7 @@ end:
                     * lost; then RECONNECTED */
           if FOR_C(OPT_CL) fi;
           faults++; i = 1;
+          printf("MSC: fault: contender %d loses its connection\n", c);
           do
           :: rq[c]?typ,q,at,g,a,b ->
              if
@@ -887,12 +896,15 @@ end:
           c = 0; typ = 0; q = 0; at = 0; g = 0; a = 0; b = 0; rc = 0; n = 0; k = 0; m = 0; i = 0 }
      :: atomic {   /* a third party deletes any node */
           if FOR_N(OPT_DEL) fi;
-          faults++; srv_delete(n); n = 0; k = 0 }
+          faults++;
+          printf("MSC: fault: a third party deletes node %d\n", n);
+          srv_delete(n); n = 0; k = 0 }
      :: atomic {   /* a third party sets data on any node (Curator's
                     * revocation does); on a node nobody watches that
                     * changes nothing the model has, so only those */
           if FOR_N(OPT_SET) fi;
           faults++; k = 0;
+          printf("MSC: fault: a third party sets data on node %d\n", n);
           do
           :: k < NC -> if
                        :: ndw[n] & (1 << k) -> IBSEND(k)M_CHANGED,0,0,0,n,0,0
@@ -904,7 +916,9 @@ end:
      :: atomic {   /* the user cancels a waiting contender, or its deadline
                     * passes */
           if FOR_C(OPT_CANC) fi;
-          faults++; cancelreq[c] = 1; c = 0 }
+          faults++; cancelreq[c] = 1;
+          printf("MSC: fault: contender %d's user cancels (or its deadline passes)\n", c);
+          c = 0 }
      fi
   :: break
   od
@@ -1097,7 +1111,7 @@ init {
 #define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && nseq[k] < nseq[me[0]] && BLOCKS(0, k))
 #define FREE_A (WAITING(0) && MINE(0) FOR_N(NOBLK_A))
 #ifdef SEMAPHORE
-#define OTHER_L(k) + ((nex[k] && npar[k] == 1 && k != me[1]) -> 1 : 0)
+#define OTHER_L(k) + (nex[k] && npar[k] == 1 && k != me[1])
 #define FREE_L (WAITING(1) && MINE(1) && (0 FOR_N(OTHER_L)) + 1 <= LIMIT)
 ltl live { [] ((FREE_A -> <> !WAITING(0)) && (FREE_L -> <> !WAITING(1))) }
 #else
