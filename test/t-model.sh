@@ -7,7 +7,8 @@
 # the mutant that takes a watch event as the grant, which must give a
 # counterexample. model/README.md says what is modelled and the bounds.
 #
-# Environment: ZKR_MODEL_FAULTS_MUTEX (default 1) and ZKR_MODEL_FAULTS
+# Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
+# ZKR_TEST_TIMEOUT_MULTIPLIER > 1) and ZKR_MODEL_FAULTS
 # (default 0, the rwlock and semaphore runs) set the fault budget MAXF;
 # larger budgets take much longer (see model/README.md).
 srcdir=${abs_top_srcdir:-${top_srcdir:-$(dirname "$0")/..}}
@@ -28,7 +29,13 @@ command -v "$cc" >/dev/null 2>&1 || skip "no C compiler ($cc) to compile spin's 
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zkr-model.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
-fm=${ZKR_MODEL_FAULTS_MUTEX:-1}
+# The model does not depend on the build: the sanitizer runs of
+# scripts/test (which set ZKR_TEST_TIMEOUT_MULTIPLIER) repeat only the
+# quick searches (the mutex without faults, the mutant) instead of
+# spending two more minutes each on the same result.
+fm_default=1
+[ "${ZKR_TEST_TIMEOUT_MULTIPLIER:-1}" -gt 1 ] 2>/dev/null && fm_default=0
+fm=${ZKR_MODEL_FAULTS_MUTEX:-$fm_default}
 fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
