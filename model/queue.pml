@@ -1,0 +1,1120 @@
+/*
+ * model/queue.pml - a Promela model of zkr's queue engine (lib/queue.c,
+ * lib/queue-steps.c) and of the policies built on it, checked by spin.
+ * model/README.md maps every inline below to the C function it follows,
+ * states the properties and the bounds, and says how to run it.
+ *
+ * Configurations (one file; pick one with -D at `spin -a`):
+ *   (none)       the mutex policy (lib/mutex.c): every earlier node blocks
+ *   -DRWLOCK     the read-write lock (lib/rwlock.c): each contender is a
+ *                reader (blocked by earlier writers) or a writer (blocked
+ *                by every earlier node, re-lists before holding: verify)
+ *   -DSEMAPHORE  the semaphore (lib/semaphore.c): an admission mutex on
+ *                locks/, then a lease node on leases/ that holds while the
+ *                lease nodes number at most LIMIT (count_all, a children
+ *                watch), then the admission node is released
+ * Switches:
+ *   -DLIVE                  add the liveness claim (run pan -a -f)
+ *   -DMUTANT_NO_WAKE_CHECK  the watch event alone is taken as a grant (no
+ *                           exists, no re-listing): must fail
+ *   -DNC=n -DMAXF=n -DLIMIT=n  contenders, faults, semaphore permits
+ *
+ * The model is the engine as written, not the textbook recipe: requests go
+ * to the server in order over one connection per contender, replies and
+ * watch events come back in order on one channel (what libzookeeper_mt
+ * guarantees), the listing is pipelined behind the create, only the last
+ * listing sent counts, callbacks of an abandoned attempt are ignored.
+ */
+
+#ifndef NC
+#define NC 3          /* contenders, one session each */
+#endif
+#ifndef MAXF
+#define MAXF 2        /* faults in one run */
+#endif
+#ifndef LIMIT
+#define LIMIT 2       /* semaphore permits */
+#endif
+
+#ifdef SEMAPHORE
+#define QPC 2         /* queue objects per contender: admission, lease */
+#define NPAR 2        /* parents: locks/ (0), leases/ (1) */
+#define MAXN 14
+#else
+#define QPC 1
+#define NPAR 1
+#define MAXN 9
+#endif
+#define NQ (NC * QPC)
+
+/* Enumerations: a step's guard must be its first statement (a guard that
+ * blocks inside an atomic would leave the process stuck half-way), so
+ * nondeterministic picks are written out as if-options. */
+#if NC == 2
+#define FOR_C(X) X(0) X(1)
+#elif NC == 3
+#define FOR_C(X) X(0) X(1) X(2)
+#elif NC == 4
+#define FOR_C(X) X(0) X(1) X(2) X(3)
+#endif
+#if MAXN == 9
+#define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8)
+#elif MAXN == 14
+#define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#endif
+#if NQ == 3
+#define FOR_Q(X) X(0) X(1) X(2)
+#elif NQ == 6
+#define FOR_Q(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#elif NQ == 2
+#define FOR_Q(X) X(0) X(1)
+#elif NQ == 4
+#define FOR_Q(X) X(0) X(1) X(2) X(3)
+#endif
+#define IBSEND(k) assert(nfull(ib[k])); ib[k]!
+
+#define NONE 255
+
+/* ---- the server: the nodes of the queue(s) ---- */
+bit  nex[MAXN];   /* exists */
+byte nown[MAXN];  /* owner contender */
+byte ngen[MAXN];  /* its session (ephemeralOwner) */
+byte npfx[MAXN];  /* the attempt's "_c_<uuid>-" prefix (with the owner) */
+byte nseq[MAXN];  /* sequence number within its parent */
+byte npar[MAXN];  /* parent */
+bit  nwr[MAXN];   /* rwlock: a writer's node */
+byte ndw[MAXN];   /* sessions with a data (exists) watch on it */
+bit  nbg[MAXN];   /* a background delete of it is pending (bgdelete.c) */
+byte nnodes;      /* slots used */
+byte seqctr[NPAR];
+byte cwm[NPAR];   /* sessions with a children watch on the parent */
+byte sgen[NC];    /* each contender's current ZooKeeper session */
+byte faults;
+byte commits;     /* guarded writes committed (ghost) */
+
+/* ---- a contender's session as it sees it ---- */
+bit  conn[NC];    /* connected (0 from LOST until CONNECTED) */
+byte cgen[NC];    /* the session its requests go to */
+
+/* ---- requests (client -> server, in order) and replies/events ---- */
+#define RQ_CREATE 1
+#define RQ_LIST   2
+#define RQ_EXISTS 3   /* step_watch: exists with a watch */
+#define RQ_ADOPT  4   /* step_adopt: exists without one */
+chan rq[NC] = [3] of { byte, byte, byte, byte, byte, byte };
+/* typ, q, att, gen, a, b */
+
+#define M_CREATE  1   /* a=node */
+#define M_LIST    2   /* a=list_seq, b=with watch, m=children */
+#define M_EXISTS  3   /* a=watch id */
+#define M_ADOPT   4   /* a=node */
+#define M_DELETED 5   /* watch event: a=node */
+#define M_CHANGED 6   /* watch event: a=node */
+#define M_KIDS    7   /* watch event: a=parent */
+#define M_RECONN  8   /* session events (state_hook) */
+#define M_LOST    9
+#define M_CONN    10
+chan ib[NC] = [6] of { byte, byte, byte, byte, byte, byte, short };
+/* typ, q, att, rc, a, b(gen of the request), m (children mask) */
+
+#define ZOK 0
+#define ZNONODE 1
+#define ZCONNLOSS 2   /* retryable: the outcome is unknown */
+#define ZEXPIRED 3    /* transient, not retryable */
+
+/* ---- the engine's state, one per queue object (lib/queue-int.h) ---- */
+#define Q_IDLE 0
+#define Q_CREATING 1
+#define Q_LISTING 2
+#define Q_WATCHING 3
+#define Q_HELD 4
+byte ph[NQ];
+byte me[NQ];      /* q->node */
+byte qgen[NQ];    /* q->gen */
+byte pfx[NQ];     /* q->prefix (a counter per queue) */
+byte att[NQ];     /* q->attempt */
+byte lseq[NQ];    /* q->list_seq */
+byte np[NQ];      /* q->npreds */
+byte p1[NQ];      /* q->pred1 */
+byte p2[NQ];      /* q->pred2 */
+byte wn[NQ];      /* registered data watch: its node (NONE: none) */
+byte wid[NQ];     /* its id (0: none) */
+byte wctr[NQ];    /* id counter */
+byte cwid[NQ];    /* registered children watch: id = the list_seq (0: none) */
+bit  cu[NQ];      /* create_unknown */
+bit  cgv[NQ];     /* create_gen_valid */
+bit  lsent[NQ];   /* list_sent */
+bit  wc[NQ];      /* waiting_conn */
+bit  adopting[NQ];
+bit  rla[NQ];     /* relist_after */
+bit  qlost[NQ];   /* lstate == LOST (reported by release) */
+bit  cln[NQ];     /* a bg_cleanup by prefix is pending */
+byte clp[NQ];
+byte clg[NQ];
+byte res[NQ];     /* a result posted to the recipe: rc+1 (0: none) */
+bit  canc[NQ];    /* ghost: this acquisition was cancelled or timed out */
+
+/* the policy of queue q */
+#define CL(q) ((q) / QPC)
+#define QK(q) ((q) % QPC)
+#ifdef SEMAPHORE
+#define PAR(q) QK(q)
+#define CHILDREN(q) (QK(q) == 1)     /* the lease: ZKR__QWAIT_CHILDREN, count_all */
+#define HOLDS(q, b) (QK(q) == 1 -> ((b) + 1 <= LIMIT) : ((b) == 0))
+#else
+#define PAR(q) 0
+#define CHILDREN(q) 0
+#define HOLDS(q, b) ((b) == 0)
+#endif
+#ifdef RWLOCK
+bit writer[NC];   /* the role each contender drew */
+#define BLOCKS(q, n) (writer[CL(q)] || nwr[n])
+#define VERIFY(q) writer[CL(q)]
+#else
+#define BLOCKS(q, n) 1
+#define VERIFY(q) 0
+#endif
+
+/* the user of each contender */
+bit  cancelreq[NC];  /* a cancel asked (or the deadline passed) */
+byte ust[NC];        /* 0 acquiring, 1 holding, 2 done */
+
+/* user-level results */
+#define R_OK 1
+#define R_CANCELED 2
+#define R_LOCKLOST 3
+
+/* ================================================================ */
+/* the server */
+
+/* delete node n, firing data watches on it and children watches on its
+ * parent (ZooKeeper's NodeDeleted, NodeChildrenChanged) */
+inline srv_delete(n) {
+  printf("MSC: server: node %d deleted\n", n);
+  nex[n] = 0;
+  k = 0;
+  do
+  :: k < NC ->
+     if
+     :: ndw[n] & (1 << k) -> IBSEND(k)M_DELETED,0,0,0,n,0,0
+     :: else
+     fi;
+     if
+     :: cwm[npar[n]] & (1 << k) -> IBSEND(k)M_KIDS,0,0,0,npar[n],0,0
+     :: else
+     fi;
+     k++
+  :: else -> break
+  od;
+  ndw[n] = 0;
+  cwm[npar[n]] = 0
+}
+
+/* apply one request of contender c (typ,q,at,g,a,b); reply unless silent */
+inline srv_apply(c, silent) {
+  if
+  :: g != sgen[c] -> rc = ZEXPIRED     /* the old session's handle */
+  :: else -> rc = ZOK
+  fi;
+  if
+  :: typ == RQ_CREATE ->
+     n = NONE;
+     if
+     :: rc == ZOK ->
+        assert(nnodes < MAXN);
+        n = nnodes; nnodes++;
+        nex[n] = 1; nown[n] = c; ngen[n] = g; npfx[n] = a;
+        printf("MSC: server: node %d created for contender %d\n", n, c);
+        npar[n] = PAR(q); nseq[n] = seqctr[npar[n]]; seqctr[npar[n]]++;
+#ifdef RWLOCK
+        nwr[n] = writer[c];
+#endif
+        k = 0;
+        do
+        :: k < NC -> if
+                     :: cwm[npar[n]] & (1 << k) -> IBSEND(k)M_KIDS,0,0,0,npar[n],0,0
+                     :: else
+                     fi; k++
+        :: else -> break
+        od;
+        cwm[npar[n]] = 0
+     :: else
+     fi;
+     if
+     :: !silent -> IBSEND(c)M_CREATE,q,at,rc,n,g,0
+     :: else
+     fi
+  :: typ == RQ_LIST ->
+     m = 0;
+     if
+     :: rc == ZOK ->
+        k = 0;
+        do
+        :: k < nnodes -> if
+                         :: nex[k] && npar[k] == PAR(q) -> m = m | (1 << k)
+                         :: else
+                         fi; k++
+        :: else -> break
+        od;
+        if
+        :: b -> cwm[PAR(q)] = cwm[PAR(q)] | (1 << c)
+        :: else
+        fi
+     :: else
+     fi;
+     if
+     :: !silent -> IBSEND(c)M_LIST,q,at,rc,a,b,m
+     :: else
+     fi
+  :: typ == RQ_EXISTS ->
+     if
+     :: rc == ZOK && nex[a] -> ndw[a] = ndw[a] | (1 << c)
+     :: rc == ZOK && !nex[a] -> rc = ZNONODE
+     :: else
+     fi;
+     if
+     :: !silent -> IBSEND(c)M_EXISTS,q,at,rc,b,g,0
+     :: else
+     fi
+  :: typ == RQ_ADOPT ->
+     if
+     :: rc == ZOK && !nex[a] -> rc = ZNONODE
+     :: else
+     fi;
+     if
+     :: !silent -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
+     :: else
+     fi
+  fi
+}
+
+/* pick one index whose condition holds (an if as the first statement: the
+ * step is enabled only if some index qualifies) */
+#define OPT_RQ(i) :: nempty(rq[i]) -> c = i
+#define OPT_BG(i) :: nbg[i] -> n = i
+#define OPT_CLN(i) :: cln[i] -> q = i
+
+active proctype server() {
+  byte c, typ, q, at, g, a, b, rc, n, k;
+  short m;
+end:
+  do
+  :: atomic {   /* the server applies one contender's requests in order */
+       if FOR_C(OPT_RQ) fi;
+       rq[c]?typ,q,at,g,a,b; srv_apply(c, 0);
+       c = 0; typ = 0; q = 0; at = 0; g = 0; a = 0; b = 0; rc = 0; n = 0; k = 0; m = 0 }
+  :: atomic {   /* bgdelete.c: a node of a given session deleted until it
+                 * is gone or the session is (its nodes went with it) */
+       if FOR_N(OPT_BG) fi;
+       nbg[n] = 0;
+       if :: nex[n] -> srv_delete(n) :: else fi;
+       n = 0; k = 0 }
+  :: atomic {   /* bg_cleanup: the children of the parent with the prefix */
+       if FOR_Q(OPT_CLN) fi;
+       cln[q] = 0; n = 0;
+       do
+       :: n < nnodes ->
+          if
+          :: nex[n] && npar[n] == PAR(q) && nown[n] == CL(q) &&
+             npfx[n] == clp[q] && ngen[n] == clg[q] -> srv_delete(n)
+          :: else
+          fi; n++
+       :: else -> break
+       od;
+       q = 0; n = 0; k = 0 }
+  od
+}
+
+/* ================================================================ */
+/* the engine, one inline per function of lib/queue*.c */
+
+/* zkr__q_drop_watch(q, server) */
+inline drop_watch(q, srvside) {
+  if
+  :: wid[q] != 0 ->
+     if
+     :: srvside -> ndw[wn[q]] = ndw[wn[q]] & ~(1 << CL(q))
+     :: else
+     fi;
+     wid[q] = 0; wn[q] = NONE
+  :: else
+  fi;
+  if
+  :: cwid[q] != 0 ->
+     if
+     :: srvside -> cwm[PAR(q)] = cwm[PAR(q)] & ~(1 << CL(q))
+     :: else
+     fi;
+     cwid[q] = 0
+  :: else
+  fi
+}
+
+inline clear_preds(q) { np[q] = 0; p1[q] = NONE; p2[q] = NONE }
+inline clear_node(q) { me[q] = NONE }
+
+/* mutual exclusion, checked whenever a queue object starts holding (the
+ * only step that can add a holder; nodes never come back) */
+inline check_holders(q) {
+  if
+  :: me[q] != NONE && nex[me[q]] ->
+     k = 0; j = 0;
+     do
+     :: k < NQ ->
+        if
+        :: k != q && QK(k) == QK(q) && ph[k] == Q_HELD && me[k] != NONE &&
+           nex[me[k]] ->
+#if defined(SEMAPHORE)
+           if
+           :: QK(q) == 1 -> j++
+           :: else -> assert(false)   /* two admitted */
+           fi
+#elif defined(RWLOCK)
+           assert(!writer[CL(q)] && !writer[CL(k)])
+#else
+           assert(false)
+#endif
+        :: else
+        fi; k++
+     :: else -> break
+     od;
+#ifdef SEMAPHORE
+     assert(QK(q) == 0 || j + 1 <= LIMIT);
+#endif
+     k = 0; j = 0
+  :: else
+  fi
+}
+
+/* zkr__q_finish(q, rc): rc is R_OK or a failure */
+inline finish(q, r) {
+  wc[q] = 0;
+  if
+  :: r == R_OK ->
+     assert(!canc[q]);       /* a cancelled or timed-out waiter never holds */
+     drop_watch(q, CHILDREN(q));
+     clear_preds(q);
+     ph[q] = Q_HELD;
+     printf("MSC: queue %d holds with node %d\n", q, me[q]);
+     check_holders(q)
+  :: else ->
+     /* abandon() */
+     drop_watch(q, 1);
+     if
+     :: me[q] != NONE -> nbg[me[q]] = 1
+     :: me[q] == NONE && cu[q] && cgv[q] ->
+        assert(!cln[q]); cln[q] = 1; clp[q] = pfx[q]; clg[q] = qgen[q]
+     :: else
+     fi;
+     clear_node(q); clear_preds(q);
+     cu[q] = 0;
+     ph[q] = Q_IDLE;
+     att[q]++
+  fi;
+  res[q] = r
+}
+
+/* zkr__q_step_list: returns in sent whether it was sent */
+inline step_list(q) {
+  sent = 0;
+  if
+  :: !conn[CL(q)] -> wc[q] = 1          /* begin_request: paused */
+  :: else ->
+     lseq[q]++;
+     if
+     :: CHILDREN(q) && !cu[q] && !adopting[q] ->
+        drop_watch(q, 0);
+        cwid[q] = lseq[q];                /* registered with the listing */
+        rq[CL(q)]!RQ_LIST,q,att[q],cgen[CL(q)],lseq[q],1
+     :: else ->
+        rq[CL(q)]!RQ_LIST,q,att[q],cgen[CL(q)],lseq[q],0
+     fi;
+     sent = 1
+  fi
+}
+
+/* zkr__q_step_create: the create, and the listing pipelined behind it */
+inline step_create(q) {
+  if
+  :: !conn[CL(q)] -> wc[q] = 1
+  :: else ->
+     rq[CL(q)]!RQ_CREATE,q,att[q],cgen[CL(q)],pfx[q],0;
+     lsent[q] = 0;
+     if
+     :: ph[q] == Q_CREATING && !wc[q] -> step_list(q); lsent[q] = sent
+     :: else
+     fi
+  fi
+}
+
+/* zkr__q_relist */
+inline relist(q) {
+  drop_watch(q, 0);
+  rla[q] = 0;
+  clear_preds(q);
+  ph[q] = Q_LISTING;
+  step_list(q)
+}
+
+/* none_left(): no blocker of the last listing is left */
+inline none_left(q) {
+  if
+  :: VERIFY(q) -> relist(q)
+  :: else -> finish(q, R_OK)
+  fi
+}
+
+/* step_watch(): exists+watch on the nearest remaining blocker */
+inline step_watch(q) {
+  drop_watch(q, 0);
+  if
+  :: p1[q] == NONE ->
+     if
+     :: np[q] == 0 -> none_left(q)
+     :: else -> relist(q)
+     fi
+  :: else ->
+     if
+     :: !conn[CL(q)] -> wc[q] = 1
+     :: else ->
+        wctr[q]++; wid[q] = wctr[q]; wn[q] = p1[q];
+        rq[CL(q)]!RQ_EXISTS,q,att[q],cgen[CL(q)],p1[q],wid[q]
+     fi
+  fi
+}
+
+/* pred_gone(): the nearest blocker is gone */
+inline pred_gone(q) {
+  drop_watch(q, 0);
+  if
+  :: np[q] > 0 -> np[q]--
+  :: else
+  fi;
+  p1[q] = p2[q]; p2[q] = NONE;
+  if
+  :: np[q] == 0 -> none_left(q)
+  :: np[q] == 1 && p1[q] != NONE -> step_watch(q)
+  :: else -> relist(q)
+  fi
+}
+
+/* requeue(): our node is gone: a new create, same prefix */
+inline requeue(q) {
+  clear_node(q); clear_preds(q);
+  ph[q] = Q_CREATING;
+  step_create(q)
+}
+
+/* step_adopt(): read the stat of the node found by our prefix */
+inline step_adopt(q) {
+  if
+  :: !conn[CL(q)] -> wc[q] = 1
+  :: else ->
+     adopting[q] = 1;
+     rq[CL(q)]!RQ_ADOPT,q,att[q],cgen[CL(q)],me[q],0
+  fi
+}
+
+/* evaluate(): the children are listed (mask m); find our place */
+inline evaluate(q) {
+  if
+  :: cu[q] ->
+     /* find_lost_create() */
+     cu[q] = 0;
+     n = NONE; k = 0;
+     do
+     :: k < nnodes ->
+        if
+        :: (m & (1 << k)) && nown[k] == CL(q) && npfx[k] == pfx[q] -> n = k
+        :: else
+        fi; k++
+     :: else -> break
+     od;
+     if
+     :: n == NONE -> ph[q] = Q_CREATING; step_create(q)
+     :: else -> me[q] = n; step_adopt(q)
+     fi
+  :: else ->
+     clear_preds(q);
+     k = 0; j = 0;   /* j: have_self */
+     do
+     :: k < nnodes ->
+        if
+        :: !(m & (1 << k)) -> skip
+        :: (m & (1 << k)) && k == me[q] -> j = 1
+        :: (m & (1 << k)) && k != me[q] && CHILDREN(q) -> np[q]++
+        :: (m & (1 << k)) && k != me[q] && !CHILDREN(q) ->
+           if
+           :: nseq[k] < nseq[me[q]] && BLOCKS(q, k) ->
+              np[q]++;
+              if
+              :: p1[q] == NONE || nseq[k] > nseq[p1[q]] -> p2[q] = p1[q]; p1[q] = k
+              :: else ->
+                 if
+                 :: p2[q] == NONE || nseq[k] > nseq[p2[q]] -> p2[q] = k
+                 :: else
+                 fi
+              fi
+           :: else
+           fi
+        fi; k++
+     :: else -> break
+     od;
+     if
+     :: !j -> drop_watch(q, 1); requeue(q)
+     :: j && HOLDS(q, np[q]) -> finish(q, R_OK)
+     :: j && !HOLDS(q, np[q]) ->
+        /* waiting() */
+        ph[q] = Q_WATCHING;
+        if
+        :: CHILDREN(q) -> skip          /* the listing set the children watch */
+        :: else -> step_watch(q)
+        fi
+     fi;
+     j = 0
+  fi;
+  k = 0; n = 0
+}
+
+/* zkr__q_resume: continue a paused attempt */
+inline resume(q) {
+  wc[q] = 0;
+  if
+  :: ph[q] == Q_CREATING && cu[q] -> ph[q] = Q_LISTING; step_list(q)
+  :: ph[q] == Q_CREATING && !cu[q] -> step_create(q)
+  :: ph[q] == Q_LISTING -> step_list(q)
+  :: ph[q] == Q_WATCHING && CHILDREN(q) -> relist(q)
+  :: ph[q] == Q_WATCHING && !CHILDREN(q) -> step_watch(q)
+  :: else
+  fi
+}
+
+/* zkr__q_restart: start over in the next session */
+inline restart(q) {
+  drop_watch(q, 0);
+  clear_node(q); clear_preds(q);
+  cu[q] = 0; lsent[q] = 0;
+  ph[q] = Q_CREATING;
+  att[q]++; pfx[q]++;
+  if
+  :: conn[CL(q)] -> step_create(q)
+  :: else -> wc[q] = 1
+  fi
+}
+
+/* zkr__q_lose: a held node is lost */
+inline lose(q) {
+  drop_watch(q, 0);
+  clear_node(q);
+  ph[q] = Q_IDLE;
+  att[q]++;
+  qlost[q] = 1
+}
+
+#define ACQUIRING(q) (ph[q] == Q_CREATING || ph[q] == Q_LISTING || ph[q] == Q_WATCHING)
+
+/* ---- the completions (one message from ib[c]) ---- */
+
+inline on_create(q) {
+  if
+  :: at != att[q] || ph[q] != Q_CREATING ->
+     /* an abandoned attempt: remove what it made */
+     if
+     :: rc == ZOK -> nbg[a] = 1
+     :: else
+     fi
+  :: else ->
+     if
+     :: rc == ZOK ->
+        me[q] = a; qgen[q] = b; cu[q] = 0;
+        ph[q] = Q_LISTING;
+        if
+        :: !lsent[q] -> step_list(q)
+        :: else
+        fi
+     :: rc == ZCONNLOSS ->
+        if :: lsent[q] -> drop_watch(q, 0) :: else fi;
+        cu[q] = 1; cgv[q] = 1; qgen[q] = b;
+        wc[q] = 1
+     :: rc == ZEXPIRED ->
+        if :: lsent[q] -> drop_watch(q, 0) :: else fi;
+        cu[q] = 0;
+        wc[q] = 1
+     fi;
+     lsent[q] = 0
+  fi
+}
+
+inline on_list(q) {
+  if
+  :: at == att[q] && ph[q] == Q_LISTING && a == lseq[q] &&
+     ((b -> a : 0) == cwid[q] || rla[q]) ->
+     if
+     :: rc == ZOK && rla[q] -> relist(q)
+     :: rc == ZOK && !rla[q] -> evaluate(q)
+     :: rc != ZOK -> drop_watch(q, 0); wc[q] = 1
+     fi
+  :: else
+  fi
+}
+
+inline on_exists(q) {
+  if
+  :: at == att[q] && ph[q] == Q_WATCHING && a == wid[q] && wid[q] != 0 ->
+     if
+     :: rc == ZOK -> skip
+     :: rc == ZNONODE -> drop_watch(q, 1); pred_gone(q)
+     :: else -> wc[q] = 1
+     fi
+  :: else
+  fi
+}
+
+inline on_adopt(q) {
+  if
+  :: at == att[q] && ph[q] == Q_LISTING && adopting[q] ->
+     adopting[q] = 0;
+     if
+     :: rc == ZOK && ngen[a] == cgen[CL(q)] && b == qgen[q] -> step_list(q)
+     :: (rc == ZOK && !(ngen[a] == cgen[CL(q)] && b == qgen[q])) || rc == ZNONODE ->
+        requeue(q)
+     :: else ->
+        cu[q] = 1; clear_node(q); ph[q] = Q_CREATING;   /* adopt_later */
+        wc[q] = 1
+     fi
+  :: else
+  fi
+}
+
+/* a data watch event on node a: the registry hands it to the queue object
+ * registered on that node (watch.c), which consumes the registration */
+inline on_data_event(c, deleted) {
+  q = c * QPC;
+  do
+  :: q < c * QPC + QPC - 1 && wn[q] != a -> q++
+  :: else -> break
+  od;
+  if
+  :: wn[q] == a && wid[q] != 0 ->
+     assert(ph[q] == Q_WATCHING);
+     wid[q] = 0; wn[q] = NONE;        /* zkr__q_watch_consumed */
+     printf("MSC: queue %d: watch event on node %d\n", q, a);
+#ifdef MUTANT_NO_WAKE_CHECK
+     finish(q, R_OK)                  /* the event taken as the grant */
+#else
+     if
+     :: deleted -> pred_gone(q)
+     :: else -> step_watch(q)         /* changed: look again */
+     fi
+#endif
+  :: else                             /* nobody registered: dropped */
+  fi
+}
+
+/* children_watch_cb */
+inline on_kids(c) {
+  q = c * QPC;
+  do
+  :: q < c * QPC + QPC - 1 && !(cwid[q] != 0 && PAR(q) == a) -> q++
+  :: else -> break
+  od;
+  if
+  :: cwid[q] != 0 && PAR(q) == a ->
+     if
+     :: ph[q] == Q_WATCHING || ph[q] == Q_LISTING ->
+        cwid[q] = 0;
+        if
+        :: ph[q] == Q_WATCHING -> relist(q)
+        :: else -> rla[q] = 1
+        fi
+     :: else
+     fi
+  :: else
+  fi
+}
+
+/* state_hook */
+inline on_session(c, ev) {
+  if
+  :: ev == M_LOST -> conn[c] = 0
+  :: ev == M_CONN -> conn[c] = 1; cgen[c] = sgen[c]
+  :: else
+  fi;
+  q = c * QPC;
+  do
+  :: q < c * QPC + QPC ->
+     if
+     :: ev == M_RECONN && ACQUIRING(q) && wc[q] -> resume(q)
+     :: ev == M_LOST && ph[q] == Q_HELD -> lose(q)
+     :: ev == M_LOST && ACQUIRING(q) -> restart(q)
+     :: ev == M_CONN && ACQUIRING(q) && wc[q] ->
+        cu[q] = 0; ph[q] = Q_CREATING; resume(q)
+     :: else
+     fi;
+     q++
+  :: else -> break
+  od
+}
+
+/* ---- the API (lib/queue.c) ---- */
+
+/* start() */
+inline q_start(q) {
+  att[q]++;
+  ph[q] = Q_CREATING;
+  cu[q] = 0; cgv[q] = 0; wc[q] = 0; rla[q] = 0; qlost[q] = 0;
+  canc[q] = 0;
+  pfx[q]++;                       /* zkr__q_make_prefix */
+  step_create(q)
+}
+
+/* zkr__queue_cancel (and the deadline: the same finish) */
+inline q_cancel(q) {
+  if
+  :: ACQUIRING(q) -> canc[q] = 1;
+     printf("MSC: queue %d cancelled\n", q);
+     finish(q, R_CANCELED)
+  :: else
+  fi
+}
+
+/* zkr__queue_release */
+inline q_release(q) {
+  if
+  :: ph[q] == Q_HELD ->
+     drop_watch(q, 0);
+     if
+     :: !qlost[q] -> nbg[me[q]] = 1
+     :: else
+     fi;
+     clear_node(q);
+     ph[q] = Q_IDLE;
+     att[q]++
+  :: else
+  fi;
+  qlost[q] = 0
+}
+
+/* zkr__guarded_multi: a check op on the holder's node, then the write, as
+ * one multi; the server commits both or neither */
+inline guarded_write(q) {
+  if
+  :: me[q] != NONE && nex[me[q]] ->
+     /* committed: the node checked is the writer's, of a live session,
+      * and by the policy no node the server holds blocks it */
+     assert(nown[me[q]] == CL(q) && ngen[me[q]] == sgen[CL(q)]);
+     k = 0; j = 0;
+     do
+     :: k < nnodes ->
+        if
+        :: nex[k] && k != me[q] && npar[k] == npar[me[q]] ->
+#ifdef SEMAPHORE
+           j++
+#else
+           assert(!(nseq[k] < nseq[me[q]] && BLOCKS(q, k)))
+#endif
+        :: else
+        fi; k++
+     :: else -> break
+     od;
+     k = 0; j = 0;
+     printf("MSC: queue %d: guarded write committed\n", q);
+     commits++
+  :: else      /* the check op fails: ZKR_ELOCKLOST, nothing written */
+  fi
+}
+
+/* ================================================================ */
+/* the environment: faults, at most MAXF in a run; it may stop at any time
+ * (so weak fairness never forces a fault) */
+
+/* the replies of what was in flight are lost: the client library
+ * completes each request with a connection loss, in order */
+#define LOSE_REPLIES(c) \
+  if \
+  :: typ == RQ_CREATE -> IBSEND(c)M_CREATE,q,at,ZCONNLOSS,NONE,g,0 \
+  :: typ == RQ_LIST -> IBSEND(c)M_LIST,q,at,ZCONNLOSS,a,b,0 \
+  :: typ == RQ_EXISTS -> IBSEND(c)M_EXISTS,q,at,ZCONNLOSS,b,g,0 \
+  :: typ == RQ_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
+  fi
+
+#define OPT_C(i) :: c = i
+#define OPT_CL(i) :: nempty(rq[i]) -> c = i
+#define OPT_DEL(i) :: nex[i] -> n = i
+#define OPT_SET(i) :: nex[i] && ndw[i] != 0 -> n = i
+#define OPT_CANC(i) :: ust[i] == 0 && !cancelreq[i] -> c = i
+
+active proctype env() {
+  byte c, typ, q, at, g, a, b, rc, n, k, i;
+  short m;
+end:
+  do
+  :: faults < MAXF ->
+     if
+     :: atomic {   /* session expiry: the server deletes the session's
+                    * ephemeral nodes at once; the client learns it (LOST)
+                    * after the failures of what it had in flight, and a
+                    * new session follows (CONNECTED) */
+          if FOR_C(OPT_C) fi;
+          faults++; n = 0;
+          printf("MSC: fault: session of contender %d expires\n", c);
+          do
+          :: n < nnodes ->
+             if
+             :: nex[n] && nown[n] == c && ngen[n] == sgen[c] -> srv_delete(n)
+             :: else
+             fi;
+             ndw[n] = ndw[n] & ~(1 << c); n++
+          :: else -> break
+          od;
+          k = 0;
+          do :: k < NPAR -> cwm[k] = cwm[k] & ~(1 << c); k++ :: else -> break od;
+          do
+          :: rq[c]?typ,q,at,g,a,b -> LOSE_REPLIES(c)
+          :: empty(rq[c]) -> break
+          od;
+          IBSEND(c)M_LOST,0,0,0,0,0,0;
+          sgen[c]++;
+          IBSEND(c)M_CONN,0,0,0,0,0,0;
+          c = 0; typ = 0; q = 0; at = 0; g = 0; a = 0; b = 0; n = 0; k = 0 }
+     :: atomic {   /* connection loss, same session: of what was in flight
+                    * a prefix may have been applied; every reply of it is
+                    * lost; then RECONNECTED */
+          if FOR_C(OPT_CL) fi;
+          faults++; i = 1;
+          printf("MSC: fault: contender %d loses its connection\n", c);
+          do
+          :: rq[c]?typ,q,at,g,a,b ->
+             if
+             :: i -> srv_apply(c, 1)
+             :: i = 0
+             fi;
+             LOSE_REPLIES(c)
+          :: empty(rq[c]) -> break
+          od;
+          IBSEND(c)M_RECONN,0,0,0,0,0,0;
+          c = 0; typ = 0; q = 0; at = 0; g = 0; a = 0; b = 0; rc = 0; n = 0; k = 0; m = 0; i = 0 }
+     :: atomic {   /* a third party deletes any node */
+          if FOR_N(OPT_DEL) fi;
+          faults++;
+          printf("MSC: fault: a third party deletes node %d\n", n);
+          srv_delete(n); n = 0; k = 0 }
+     :: atomic {   /* a third party sets data on any node (Curator's
+                    * revocation does); on a node nobody watches that
+                    * changes nothing the model has, so only those */
+          if FOR_N(OPT_SET) fi;
+          faults++; k = 0;
+          printf("MSC: fault: a third party sets data on node %d\n", n);
+          do
+          :: k < NC -> if
+                       :: ndw[n] & (1 << k) -> IBSEND(k)M_CHANGED,0,0,0,n,0,0
+                       :: else
+                       fi; k++
+          :: else -> break
+          od;
+          ndw[n] = 0; n = 0; k = 0 }
+     :: atomic {   /* the user cancels a waiting contender, or its deadline
+                    * passes */
+          if FOR_C(OPT_CANC) fi;
+          faults++; cancelreq[c] = 1;
+          printf("MSC: fault: contender %d's user cancels (or its deadline passes)\n", c);
+          c = 0 }
+     fi
+  :: break
+  od
+}
+
+/* ================================================================ */
+/* a contender: the ZooKeeper completion thread (one message at a time,
+ * in order) and its user (cancel, guarded write, release) */
+
+inline dispatch(c) {
+  if
+  :: typ == M_CREATE -> on_create(q)
+  :: typ == M_LIST -> on_list(q)
+  :: typ == M_EXISTS -> on_exists(q)
+  :: typ == M_ADOPT -> on_adopt(q)
+  :: typ == M_DELETED -> on_data_event(c, 1)
+  :: typ == M_CHANGED -> on_data_event(c, 0)
+  :: typ == M_KIDS -> on_kids(c)
+  :: typ >= M_RECONN -> on_session(c, typ)
+  fi
+}
+
+#define RESET_LOCALS typ = 0; q = 0; at = 0; rc = 0; a = 0; b = 0; n = 0; k = 0; j = 0; sent = 0; m = 0
+
+#ifndef SEMAPHORE
+/* mutex, rwlock: one queue object; the user acquires (blocking: started
+ * in init), makes one guarded write while holding, and releases */
+proctype client(byte c) {
+  byte typ, q, at, rc, a, b, n, k, j, sent;
+  short m;
+end:
+  do
+  :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
+  :: atomic { cancelreq[c] -> cancelreq[c] = 0; q = c; q_cancel(q); RESET_LOCALS }
+  :: atomic { ust[c] == 0 && res[c] != 0 ->
+       /* the user gets the result; holding, it makes one guarded write
+        * (at any later time: this step waits as long as any other) */
+       if
+       :: res[c] == R_OK -> ust[c] = 1; q = c;
+          if
+          :: ph[q] == Q_HELD -> guarded_write(q)
+          :: else
+          fi
+       :: else -> ust[c] = 2
+       fi;
+       res[c] = 0; RESET_LOCALS }
+  :: atomic { ust[c] == 1 -> q = c; q_release(q); ust[c] = 2; RESET_LOCALS }
+  od
+}
+#else
+/* the semaphore (lib/semaphore.c): one acquisition of one lease: the
+ * admission queue (q = 2c, the mutex policy on locks/), then the lease
+ * queue (q = 2c+1, count_all on leases/ with a children watch), then the
+ * admission node is released and the lease handed out */
+#define A_ADMIT 1
+#define A_LEASE 2
+#define A_END 3
+byte sa[NC];
+bit  srestart[NC];
+bit  scancel[NC];
+
+/* acq_finish */
+inline acq_finish(c, r) {
+  if
+  :: sa[c] == A_LEASE -> q = 2 * c; q_release(q)
+  :: else
+  fi;
+  if
+  :: r != R_OK -> q = 2 * c + 1; q_release(q); ust[c] = 2
+  :: else -> assert(!scancel[c]); ust[c] = 1;
+     q = 2 * c + 1;
+     if
+     :: ph[q] == Q_HELD -> guarded_write(q)   /* one guarded write */
+     :: else
+     fi
+  fi;
+  sa[c] = A_END
+}
+
+/* acq_kick */
+inline acq_kick(c) {
+  if
+  :: scancel[c] -> acq_finish(c, R_CANCELED)
+  :: else -> sa[c] = A_ADMIT; q = 2 * c; q_start(q)
+  fi
+}
+
+proctype client(byte c) {
+  byte typ, q, at, rc, a, b, n, k, j, sent, r;
+  short m;
+end:
+  do
+  :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
+  :: atomic { cancelreq[c] ->   /* job_cancel */
+       cancelreq[c] = 0;
+       if
+       :: sa[c] != A_END ->
+          scancel[c] = 1;
+          if
+          :: sa[c] == A_ADMIT -> q = 2 * c; q_cancel(q)
+          :: sa[c] == A_LEASE -> q = 2 * c + 1; q_cancel(q)
+          fi
+       :: else
+       fi;
+       RESET_LOCALS }
+  :: atomic { sa[c] == A_ADMIT && res[2 * c] != 0 ->   /* adm_done */
+       r = res[2 * c]; res[2 * c] = 0;
+       if
+       :: r != R_OK -> acq_finish(c, r)
+       :: r == R_OK && scancel[c] -> sa[c] = A_LEASE; acq_finish(c, R_CANCELED)
+       :: r == R_OK && !scancel[c] && qlost[2 * c] ->
+          q = 2 * c; q_release(q); acq_kick(c)
+       :: r == R_OK && !scancel[c] && !qlost[2 * c] ->
+          sa[c] = A_LEASE; q = 2 * c + 1; q_start(q)
+       fi;
+       r = 0; RESET_LOCALS }
+  :: atomic { sa[c] == A_LEASE && res[2 * c + 1] != 0 ->   /* lease_done */
+       r = res[2 * c + 1]; res[2 * c + 1] = 0;
+       if
+       :: srestart[c] && !scancel[c] ->
+          srestart[c] = 0;
+          q = 2 * c + 1; q_release(q);
+          q = 2 * c; q_release(q);
+          acq_kick(c)
+       :: else ->
+          if
+          :: r == R_OK && scancel[c] -> acq_finish(c, R_CANCELED)   /* next_lease */
+          :: else -> acq_finish(c, r)
+          fi
+       fi;
+       r = 0; RESET_LOCALS }
+  :: atomic { sa[c] == A_LEASE && !srestart[c] &&
+              (qlost[2 * c] || qlost[2 * c + 1]) ->
+       /* adm_state / lease_state: a node got so far is LOST: acq_restart */
+       srestart[c] = 1;
+       q = 2 * c + 1; q_cancel(q);
+       RESET_LOCALS }
+  :: atomic { ust[c] == 1 -> q = 2 * c + 1; q_release(q); ust[c] = 2; RESET_LOCALS }
+  od
+}
+#endif
+
+init {
+  byte i0, k, j, sent;
+  atomic {
+#ifdef RWLOCK
+    /* each contender draws its role: reader or writer */
+    if :: writer[0] = 1 :: writer[0] = 0 fi;
+    if :: writer[1] = 1 :: writer[1] = 0 fi;
+    if :: writer[2] = 1 :: writer[2] = 0 fi;
+#endif
+    do
+    :: i0 < NQ -> me[i0] = NONE; p1[i0] = NONE; p2[i0] = NONE; wn[i0] = NONE; i0++
+    :: else -> break
+    od;
+    i0 = 0;
+    do
+    :: i0 < NC -> conn[i0] = 1; i0++
+    :: else -> break
+    od;
+    /* every contender starts at once (the user's zkr__queue_start); when
+     * each create reaches the server is still free: the server takes the
+     * connections' requests in any order */
+    i0 = 0;
+    do
+    :: i0 < NC ->
+#ifdef SEMAPHORE
+       sa[i0] = A_ADMIT;
+#endif
+       q_start(i0 * QPC); i0++
+    :: else -> break
+    od;
+    i0 = 0;
+    do
+    :: i0 < NC -> run client(i0); i0++
+    :: else -> break
+    od;
+    i0 = 0; k = 0; j = 0; sent = 0
+  }
+}
+
+/* ================================================================ */
+/* liveness: a waiter none of whose blockers is left (by its policy, on
+ * the server) eventually stops waiting: it holds, or its attempt ended.
+ * Checked for contender 0; the contenders are symmetric (same code, same
+ * faults, roles drawn by each), so it stands for each of them. */
+#ifdef LIVE
+#define WAITING(q) (ph[q] == Q_LISTING || ph[q] == Q_WATCHING)
+#define MINE(q) (me[q] != NONE && nex[me[q]])
+#define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && nseq[k] < nseq[me[0]] && BLOCKS(0, k))
+#define FREE_A (WAITING(0) && MINE(0) FOR_N(NOBLK_A))
+#ifdef SEMAPHORE
+#define OTHER_L(k) + (nex[k] && npar[k] == 1 && k != me[1])
+#define FREE_L (WAITING(1) && MINE(1) && (0 FOR_N(OTHER_L)) + 1 <= LIMIT)
+ltl live { [] ((FREE_A -> <> !WAITING(0)) && (FREE_L -> <> !WAITING(1))) }
+#else
+ltl live { [] (FREE_A -> <> !WAITING(0)) }
+#endif
+#endif

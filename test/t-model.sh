@@ -1,0 +1,127 @@
+#!/bin/bash
+# t-model.sh - check model/queue.pml (the queue engine's Promela model)
+# with spin: for each configuration (mutex, rwlock, semaphore) an
+# exhaustive safety search (assertions: mutual exclusion by the policy,
+# guarded writes, no grant after a cancel) and the liveness search (a
+# waiter whose blockers are gone stops waiting, under weak fairness); then
+# the mutant that takes a watch event as the grant, which must give a
+# counterexample. model/README.md says what is modelled and the bounds.
+#
+# Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
+# ZKR_TEST_TIMEOUT_MULTIPLIER > 1) and ZKR_MODEL_FAULTS
+# (default 0, the rwlock and semaphore runs) set the fault budget MAXF;
+# larger budgets take much longer (see model/README.md).
+srcdir=${abs_top_srcdir:-${top_srcdir:-$(dirname "$0")/..}}
+model=$srcdir/model/queue.pml
+
+skip() {
+  if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then
+    echo "Bail out! would skip, but ZKR_TEST_NO_SKIP=1: $*"
+    exit 1
+  fi
+  echo "1..0 # SKIP $*"
+  exit 0
+}
+command -v spin >/dev/null 2>&1 || skip "spin is not installed (apt-get install spin)"
+cc=${CC_FOR_PAN:-cc}
+command -v "$cc" >/dev/null 2>&1 || skip "no C compiler ($cc) to compile spin's pan"
+[ -r "$model" ] || { echo "Bail out! $model missing"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zkr-model.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+# The model does not depend on the build: the sanitizer runs of
+# scripts/test (which set ZKR_TEST_TIMEOUT_MULTIPLIER) repeat only the
+# quick searches (the mutex without faults, the mutant) instead of
+# spending two more minutes each on the same result.
+fm_default=1
+[ "${ZKR_TEST_TIMEOUT_MULTIPLIER:-1}" -gt 1 ] 2>/dev/null && fm_default=0
+fm=${ZKR_MODEL_FAULTS_MUTEX:-$fm_default}
+fo=${ZKR_MODEL_FAULTS:-0}
+# each search is bounded in time; a search cut short fails the test
+limit=${ZKR_MODEL_TIME_LIMIT:-600}
+
+echo "1..7"
+n=0
+
+# pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
+# one search in its own directory; leaves its output in $tmp/NAME/out
+pan_run() {
+  local name=$1 sflags=$2 cflags=$3 pargs=$4 d=$tmp/$1
+  mkdir -p "$d" && cp "$model" "$d/queue.pml" || return 99
+  # shellcheck disable=SC2086
+  (cd "$d" && spin -a $sflags queue.pml >spin.log 2>&1 &&
+    $cc -O0 -w $cflags -o pan pan.c >cc.log 2>&1 &&
+    timeout "$limit" ./pan $pargs >out 2>&1)
+  local rc=$?
+  echo "# $name: spin -a $sflags; pan $pargs: exit $rc, $(grep -hE 'states, stored' "$d/out" 2>/dev/null | head -n 1 | sed 's/^ *//'), $(grep -h 'elapsed time' "$d/out" 2>/dev/null | sed 's/^pan: //')"
+  return $rc
+}
+
+# a search passed: it ran to its end with no error
+clean() {
+  local out=$tmp/$1/out
+  [ -s "$out" ] && grep -q 'errors: 0$' "$out" &&
+    ! grep -q 'max search depth too small' "$out" &&
+    ! grep -q 'pan: out of memory' "$out"
+}
+
+fail_diag() {
+  local d=$tmp/$1
+  cat "$d/spin.log" "$d/cc.log" 2>/dev/null | head -n 10 | sed 's/^/# /'
+  grep -E 'pan:|error|violated|depth' "$d/out" 2>/dev/null | head -n 10 | sed 's/^/# /'
+}
+
+check() { # NAME DESCRIPTION SPINFLAGS CCFLAGS PANARGS
+  n=$((n + 1))
+  pan_run "$1" "$3" "$4" "$5"
+  if clean "$1"; then
+    echo "ok $n - $2"
+  else
+    echo "not ok $n - $2"
+    fail_diag "$1"
+  fi
+}
+
+safety="-DSAFETY -DCOLLAPSE"
+live="-DCOLLAPSE -DNFAIR=3"
+sargs="-m200000 -w24"
+largs="-a -f -m200000 -w24"
+
+# the two longest searches side by side (one core each), the rest in turn
+pan_run mutex-live "-DMAXF=$fm -DLIVE" "$live" "$largs" >"$tmp/mutex-live.diag" &
+live_pid=$!
+check mutex-safety "mutex: safety, exhaustive (3 contenders, $fm fault(s))" \
+  "-DMAXF=$fm" "$safety" "$sargs"
+wait "$live_pid"
+cat "$tmp/mutex-live.diag"
+n=$((n + 1))
+if clean mutex-live; then
+  echo "ok $n - mutex: liveness under weak fairness (3 contenders, $fm fault(s))"
+else
+  echo "not ok $n - mutex: liveness under weak fairness (3 contenders, $fm fault(s))"
+  fail_diag mutex-live
+fi
+check rwlock-safety "rwlock: safety, exhaustive (3 contenders, $fo fault(s))" \
+  "-DRWLOCK -DMAXF=$fo" "$safety" "$sargs"
+check rwlock-live "rwlock: liveness under weak fairness (3 contenders, $fo fault(s))" \
+  "-DRWLOCK -DMAXF=$fo -DLIVE" "$live" "$largs"
+check semaphore-safety "semaphore (2 permits): safety, exhaustive (3 contenders, $fo fault(s))" \
+  "-DSEMAPHORE -DMAXF=$fo" "$safety" "$sargs"
+check semaphore-live "semaphore (2 permits): liveness under weak fairness (3 contenders, $fo fault(s))" \
+  "-DSEMAPHORE -DMAXF=$fo -DLIVE" "$live" "$largs"
+
+# The checker can fail: without the wake-up check (a watch event taken as
+# the grant) a third party's setData on the holder's node, or a waiter
+# leaving, lets the next waiter hold while an earlier node exists.
+n=$((n + 1))
+pan_run mutant "-DMAXF=1 -DMUTANT_NO_WAKE_CHECK" "$safety" "$sargs"
+out=$tmp/mutant/out
+if grep -q 'assertion violated' "$out" && grep -q 'errors: [1-9]' "$out" &&
+  [ -s "$tmp/mutant/queue.pml.trail" ]; then
+  echo "ok $n - mutant without the wake-up check gives a counterexample"
+  (cd "$tmp/mutant" && spin -DMAXF=1 -DMUTANT_NO_WAKE_CHECK -t queue.pml 2>&1) |
+    grep -E 'MSC:|assertion violated' | head -n 20 | sed 's/^ */# /'
+else
+  echo "not ok $n - mutant without the wake-up check gives no counterexample"
+  fail_diag mutant
+fi
