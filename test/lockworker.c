@@ -247,7 +247,12 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
           snprintf(line, sizeof line, "LOST %ld %lld\n", (long)getpid(),
                    (long long)now_ms());
           append(logf, line);
-          return 75;
+          if (fd >= 0)
+            close(fd);
+          zkr_lease_release(lease); /* ZKR_ELOCKLOST */
+          status = 75;
+          goto done; /* (returning here leaked the semaphore: LeakSanitizer
+                        made the exit status 1 in the ASan run) */
         }
         if (fd >= 0) {
           ssize_t w = write(fd, line, strlen(line));
@@ -272,6 +277,7 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
   printf("MAX %d\n", max_inside);
   snprintf(line, sizeof line, "MAX %ld %d\n", (long)getpid(), max_inside);
   append(logf, line);
+done:
   zkr_semaphore_free(sem);
   return status;
 }

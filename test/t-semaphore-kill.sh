@@ -111,6 +111,7 @@ kill -CONT $h2
 finish $h2 30; st=$?
 [ $st -eq 75 ] && grep -q '^LOST' "$tmp/h2.out" && grep -q "^STATE $h2 LOST " "$tmp/b.log"
 ok $? "resumed, the old holder learns LOST, through the state callback too (exit $st)"
+[ $st -eq 75 ] || diag "$(tail -n 30 "$tmp/h2.out")"
 after=$(grep -c "^TOUCH $h2 " "$tmp/b.log")
 [ "$after" = "$touches" ]
 ok $? "it wrote nothing after it was resumed ($touches TOUCH lines before the stop, $after at the end)"
