@@ -2,7 +2,9 @@
  * CuratorBench: the Apache Curator worker of the zkr benchmark. Same command
  * line, modes, synchronisation files and output as bench/driver.c (read its
  * header comment), with Curator 5.4's InterProcessMutex (s5: its
- * InterProcessReadWriteLock, s6: its InterProcessSemaphoreV2):
+ * InterProcessReadWriteLock, s6: its InterProcessSemaphoreV2; s7, lead and
+ * --recipe election: its LeaderLatch, acquire being start() and await(),
+ * release close()):
  *
  *   java -cp BUILD:JARS CuratorBench MODE --servers HOSTS --path PATH [...]
  *
@@ -28,6 +30,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -111,6 +114,58 @@ public final class CuratorBench {
     }
   }
 
+  /* a contender of hold, herd, s7 and lead: the mutex, or (--recipe
+   * election) a LeaderLatch: acquire joins and awaits the leadership,
+   * release leaves (close() deletes the latch's node) */
+  static boolean election = false;
+  interface Contender {
+    void acquire() throws Exception;
+    void release() throws Exception;
+  }
+  static Contender contender(CuratorFramework c, String p) {
+    if (!election) {
+      final InterProcessMutex m = new InterProcessMutex(c, p);
+      return new Contender() {
+        public void acquire() throws Exception { m.acquire(); }
+        public void release() throws Exception { m.release(); }
+      };
+    }
+    return new Contender() {
+      LeaderLatch l;
+      public void acquire() throws Exception {
+        l = new LeaderLatch(c, p, id);
+        l.start();
+        l.await();
+      }
+      public void release() throws Exception {
+        l.close();
+        l = null;
+      }
+    };
+  }
+
+  /* s7: terms of the election from T0 until T0 + durationMs */
+  static void s7() throws Exception {
+    election = true;
+    CuratorFramework c = connect();
+    cycles(c, contender(c, path));
+  }
+
+  /* lead: be elected once, say so, stay leader until the end file */
+  static void lead() throws Exception {
+    election = true;
+    CuratorFramework c = connect();
+    Contender e = contender(c, path);
+    touch("ready");
+    e.acquire();
+    out.println("elected " + System.nanoTime());
+    out.flush();
+    touch("elected");
+    waitFor("end");
+    e.release();
+    c.close();
+  }
+
   static void cycle(InterProcessMutex m) throws Exception {
     m.acquire();
     m.release();
@@ -173,20 +228,33 @@ public final class CuratorBench {
 
   static void s6() throws Exception {
     CuratorFramework c = connect();
-    InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path,
-                                                              (int) limit);
+    final InterProcessSemaphoreV2 sem =
+        new InterProcessSemaphoreV2(c, path, (int) limit);
+    cycles(c, new Contender() {
+      Lease lease;
+      public void acquire() throws Exception { lease = sem.acquire(); }
+      public void release() throws Exception {
+        lease.close();
+        lease = null;
+      }
+    });
+  }
+
+  /* s6 and s7: acquire, hold holdUs, release, from T0 until T0 +
+   * durationMs; "acq T_REQ T_ACQ T_REL" per cycle */
+  static void cycles(CuratorFramework c, Contender e) throws Exception {
     StringBuilder sb = new StringBuilder();
     long end = window();
     for (;;) {
       long treq = System.nanoTime();
       if (treq >= end)
         break;
-      Lease lease = sem.acquire();
+      e.acquire();
       long tacq = System.nanoTime();
       if (holdUs > 0)
         sleepUntil(tacq + holdUs * 1000L);
       long trel = System.nanoTime();
-      lease.close();
+      e.release();
       sb.append("acq ").append(treq).append(' ').append(tacq).append(' ')
           .append(trel).append('\n');
     }
@@ -227,7 +295,7 @@ public final class CuratorBench {
 
   static void hold() throws Exception {
     CuratorFramework c = connect();
-    InterProcessMutex m = new InterProcessMutex(c, path);
+    Contender m = contender(c, path);
     m.acquire();
     touch("ready");
     waitFor("go");
@@ -250,7 +318,7 @@ public final class CuratorBench {
     CountDownLatch finished = new CountDownLatch(k);
     for (int i = 0; i < k; i++) {
       final int j = i;
-      final InterProcessMutex m = new InterProcessMutex(cs.get(i), path);
+      final Contender m = contender(cs.get(i), path);
       Thread th = new Thread(() -> {
         started.countDown();
         try {
@@ -363,6 +431,11 @@ public final class CuratorBench {
       case "--read-permille": readPermille = Long.parseLong(v); break;
       case "--hold-us": holdUs = Long.parseLong(v); break;
       case "--limit": limit = Long.parseLong(v); break;
+      case "--recipe":
+        if (!v.equals("lock") && !v.equals("election"))
+          die("--recipe lock|election");
+        election = v.equals("election");
+        break;
       default: die("unknown option " + a);
       }
     }
@@ -376,6 +449,8 @@ public final class CuratorBench {
       case "s2": s2(); break;
       case "s5": s5(); break;
       case "s6": s6(); break;
+      case "s7": s7(); break;
+      case "lead": lead(); break;
       case "hold": hold(); break;
       case "herd": herd(); break;
       case "s4held": s4held(); break;

@@ -47,6 +47,12 @@ extern int (*const b_rwlock_new)(bsess *s, const char *path, block **rd,
 extern int (*const b_semaphore_new)(bsess *s, const char *path, int limit,
                                     block **out);
 
+/* Optional: a participant of the leader election on @path (Curator
+ * LeaderLatch's protocol) as one block: b_acquire joins (again, after a
+ * release) and returns once elected, b_release leaves the election (its
+ * node deleted), b_lock_free frees it. NULL when the back end has none
+ * (scenario S7 is then not run for it). */
+extern int (*const b_election_new)(bsess *s, const char *path, block **out);
 /* The number of children of @path (the sequence nodes of a lock), or -1. */
 int b_count_children(bsess *s, const char *path);
 

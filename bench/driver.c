@@ -28,6 +28,13 @@
  *           leases (default 2): from T0 until T0 + --duration-ms, take one
  *           lease, hold it --hold-us (default 0), give it back; output
  *           "acq T_REQ T_ACQ T_REL" per acquisition
+ *   s7      the leader election (back ends that have one): from T0 until
+ *           T0 + --duration-ms, lead (join, wait to be elected), stay
+ *           leader --hold-us (default 0), resign (leave); output "acq
+ *           T_REQ T_ACQ T_REL" per term (T_REL: just before resigning)
+ *   lead    the election: lead once; output "elected T" (flushed) and
+ *           write DIR/elected.ID when elected, then stay leader until
+ *           DIR/end (scripts/bench SIGKILLs the leader)
  *   count   print the number of children of PATH
  *   now     print the monotonic clock in ns
  *
@@ -39,7 +46,10 @@
  *                 counters can be read with nothing but our work in them
  * Other options: --out FILE (the output; default stdout), --id ID,
  * --warmup N (cycles before ready, on PATH for s1, on PATH-wID for s2;
- * default 0), --session-ms MS (default 10000).
+ * default 0), --session-ms MS (default 10000), --recipe lock|election (the
+ * contender objects of hold and herd: a mutex, or a participant of the
+ * leader election whose acquire is "be elected" and release "leave"; s7
+ * and lead always use the election).
  * Exit status 0, 1 on a failure (the reason on stderr), 64 on bad usage.
  */
 #define _GNU_SOURCE
@@ -58,6 +68,7 @@
 #include "bench.h"
 
 static const char *o_servers, *o_path, *o_out, *o_sync, *o_locks;
+static int o_election; /* --recipe election */
 static const char *o_id = "0";
 static long o_read_permille = 900, o_hold_us = 0, o_limit = 2;
 static long o_cycles = 2000, o_duration_ms = 10000, o_warmup, o_sessions = 1,
@@ -75,11 +86,13 @@ static void die(const char *fmt, ...) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: %s-bench s1|s2|s5|s6|hold|herd|s4held|s4wait|count|now "
+          "usage: %s-bench s1|s2|s5|s6|s7|lead|hold|herd|s4held|s4wait|count|"
+          "now "
           "--servers HOSTS --path PATH [--out FILE] [--sync DIR] [--id ID]\n"
           "  [--cycles N] [--duration-ms MS] [--warmup N] [--sessions K]\n"
           "  [--locks N,N...] [--waiters W] [--session-ms MS]\n"
-          "  [--read-permille N] [--hold-us US] [--limit N]\n",
+          "  [--read-permille N] [--hold-us US] [--limit N]\n"
+          "  [--recipe lock|election]   (modes also: s7, lead)\n",
           b_impl);
   exit(64);
 }
@@ -208,7 +221,9 @@ static bsess *connect_or_die(void) {
 
 static block *lock_or_die(bsess *s, const char *path) {
   block *l;
-  int rc = b_lock_new(s, path, &l);
+  if (o_election && !b_election_new)
+    die("no leader election in this back end");
+  int rc = o_election ? b_election_new(s, path, &l) : b_lock_new(s, path, &l);
   if (rc)
     die("lock %s: %s", path, b_strerror(rc));
   return l;
@@ -528,14 +543,9 @@ static int run_s5(void) {
 
 /* ---------------------------------------------------------------- s6 */
 
-static int run_s6(void) {
-  if (!b_semaphore_new)
-    die("s6: no semaphore in this back end");
-  bsess *s = connect_or_die();
-  block *l;
-  int rc = b_semaphore_new(s, o_path, (int)o_limit, &l);
-  if (rc)
-    die("semaphore: %s", b_strerror(rc));
+/* s6 and s7: cycles of @l from T0 until T0 + --duration-ms, each held
+ * --hold-us; "acq T_REQ T_ACQ T_REL" per cycle */
+static int run_cycles(bsess *s, block *l) {
   rec r;
   rec_init(&r, 3);
   int64_t end = window(), ts[3];
@@ -549,6 +559,44 @@ static int run_s6(void) {
   b_lock_free(l);
   b_close(s);
   free(r.v);
+  return 0;
+}
+
+static int run_s6(void) {
+  if (!b_semaphore_new)
+    die("s6: no semaphore in this back end");
+  bsess *s = connect_or_die();
+  block *l;
+  int rc = b_semaphore_new(s, o_path, (int)o_limit, &l);
+  if (rc)
+    die("semaphore: %s", b_strerror(rc));
+  return run_cycles(s, l);
+}
+
+/* ---------------------------------------------------------------- s7 */
+
+static int run_s7(void) {
+  o_election = 1;
+  bsess *s = connect_or_die();
+  return run_cycles(s, lock_or_die(s, o_path));
+}
+
+static int run_lead(void) {
+  o_election = 1;
+  bsess *s = connect_or_die();
+  block *l = lock_or_die(s, o_path);
+  sync_touch("ready");
+  int rc = b_acquire(l);
+  if (rc)
+    die("lead: %s", b_strerror(rc));
+  fprintf(out, "elected %" PRId64 "\n", b_now_ns());
+  if (fflush(out) != 0)
+    die("cannot write the output: %s", strerror(errno));
+  sync_touch("elected");
+  sync_wait("end");
+  b_release(l);
+  b_lock_free(l);
+  b_close(s);
   return 0;
 }
 
@@ -575,6 +623,9 @@ int main(int argc, char **argv) {
       o_id = v;
     else if (!strcmp(a, "--locks"))
       o_locks = v;
+    else if (!strcmp(a, "--recipe") &&
+             (!strcmp(v, "lock") || !strcmp(v, "election")))
+      o_election = !strcmp(v, "election");
     else {
       char *e;
       long n = strtol(v, &e, 10);
@@ -618,6 +669,10 @@ int main(int argc, char **argv) {
     rc = run_s5();
   else if (!strcmp(mode, "s6"))
     rc = run_s6();
+  else if (!strcmp(mode, "s7"))
+    rc = run_s7();
+  else if (!strcmp(mode, "lead"))
+    rc = run_lead();
   else if (!strcmp(mode, "hold"))
     rc = run_hold();
   else if (!strcmp(mode, "herd"))

@@ -297,6 +297,7 @@ static int acquire_async(block *l, b_done_fn fn, void *ud) {
 
 int (*const b_acquire_async)(block *, b_done_fn, void *) = acquire_async;
 int (*const b_rwlock_new)(bsess *, const char *, block **, block **) = NULL;
+int (*const b_election_new)(bsess *, const char *, block **) = NULL;
 
 static void delete_cb(int rc, const void *data) {
   bsess *s = (bsess *)data;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,9 +28,31 @@ struct block {
   zkr_lease *lease;   /* the semaphore's lease while held */
   zkr_rwlock *rw;     /* set in the write half of a read-write lock */
   int half;           /* a half: m belongs to a zkr_rwlock */
+  int elect;          /* a participant of the election on path */
+  zkr_election *e;    /* while joined (NULL after a release) */
+  zkr_session *s;
+  char *path;
   b_done_fn fn;
   void *ud;
 };
+
+/* ZKR_BENCH_MONITOR=1 (scripts/bench's zkr-mon): monitoring fully on, a
+ * lock hook that counts and both alert thresholds armed (one hour: they
+ * never fire), to measure its overhead against zkr's defaults. */
+static atomic_ulong hook_events;
+static void bench_hook(const zkr_lock_event *ev, void *ud) {
+  (void)ev;
+  (void)ud;
+  atomic_fetch_add_explicit(&hook_events, 1, memory_order_relaxed);
+}
+static void bench_alert(const zkr_alert *a, void *ud) {
+  (void)a;
+  (void)ud;
+}
+static int monitor_on(void) {
+  const char *e = getenv("ZKR_BENCH_MONITOR");
+  return e && strcmp(e, "1") == 0;
+}
 
 int b_connect(const char *hosts, int session_ms, bsess **out) {
   bsess *b = calloc(1, sizeof *b);
@@ -44,6 +67,11 @@ int b_connect(const char *hosts, int session_ms, bsess **out) {
     rc = zkr_session_opts_set_session_timeout(o, session_ms);
   if (rc == ZKR_OK)
     rc = zkr_session_opts_set_connect_timeout(o, 30000);
+  if (rc == ZKR_OK && monitor_on()) {
+    rc = zkr_session_opts_set_lock_hook(o, bench_hook, NULL);
+    if (rc == ZKR_OK)
+      rc = zkr_session_opts_set_alerts(o, 3600000, 3600000, bench_alert, NULL);
+  }
   if (rc == ZKR_OK)
     rc = zkr_session_new(&b->s, hosts, o);
   zkr_session_opts_free(o);
@@ -76,12 +104,28 @@ int b_lock_new(bsess *b, const char *path, block **out) {
 }
 
 int b_acquire(block *l) {
+  if (l->elect) {
+    int rc = ZKR_OK;
+    if (!l->e) {
+      rc = zkr_election_new(&l->e, l->s, l->path, NULL);
+      if (rc == ZKR_OK && (rc = zkr_election_start(l->e)) != ZKR_OK) {
+        zkr_election_free(l->e);
+        l->e = NULL;
+      }
+    }
+    return rc == ZKR_OK ? zkr_election_await(l->e, -1) : rc;
+  }
   if (l->sem)
     return zkr_semaphore_acquire(l->sem, 1, -1, &l->lease);
   return zkr_mutex_acquire(l->m, -1);
 }
 
 int b_release(block *l) {
+  if (l->elect) { /* leave: the node goes, the next one is elected */
+    zkr_election_free(l->e);
+    l->e = NULL;
+    return 0;
+  }
   if (l->sem) {
     zkr_lease *lease = l->lease;
     l->lease = NULL;
@@ -91,7 +135,11 @@ int b_release(block *l) {
 }
 
 void b_lock_free(block *l) {
-  if (l->sem)
+  if (l->elect) {
+    if (l->e)
+      zkr_election_free(l->e);
+    free(l->path);
+  } else if (l->sem)
     zkr_semaphore_free(l->sem);
   else if (l->rw)
     zkr_rwlock_free(l->rw);
@@ -134,6 +182,20 @@ static int semaphore_new(bsess *b, const char *path, int limit, block **out) {
 
 int (*const b_semaphore_new)(bsess *, const char *, int,
                              block **) = semaphore_new;
+
+static int election_new(bsess *b, const char *path, block **out) {
+  block *l = calloc(1, sizeof *l);
+  if (!l || !(l->path = strdup(path))) {
+    free(l);
+    return ZKR_ENOMEM;
+  }
+  l->elect = 1;
+  l->s = b->s;
+  *out = l;
+  return 0;
+}
+
+int (*const b_election_new)(bsess *, const char *, block **) = election_new;
 
 const char *b_strerror(int rc) {
   return zkr_strerror(rc);

@@ -3,7 +3,9 @@
 
 Same command line, modes, synchronisation files and output as
 bench/driver.c (read its header comment), with kazoo's Lock recipe (s5:
-its ReadLock/WriteLock, s6: its Semaphore):
+its ReadLock/WriteLock, s6: its Semaphore; s7, lead and --recipe election:
+its Election, whose run() holds the Election's own Lock while the leader's
+function runs: acquire is that lock's acquire, release its release):
 
     /usr/bin/python3 kazoo_bench.py MODE --servers HOSTS --path PATH [...]
 
@@ -26,7 +28,7 @@ OPTS = {
     "servers": None, "path": None, "out": None, "sync": None, "id": "0",
     "locks": "1000,10000", "cycles": 2000, "duration-ms": 10000,
     "warmup": 0, "sessions": 1, "waiters": 1000, "session-ms": 10000,
-    "read-permille": 900, "hold-us": 0, "limit": 2,
+    "read-permille": 900, "hold-us": 0, "limit": 2, "recipe": "lock",
 }
 NUMERIC = ("cycles", "duration-ms", "warmup", "sessions", "waiters",
            "session-ms", "read-permille", "hold-us", "limit")
@@ -180,12 +182,9 @@ def s5(out):
     c.close()
 
 
-def s6(out):
-    """The counting semaphore: kazoo's Semaphore with max_leases --limit,
-    one lease per acquisition (its own layout: leases are the children of
-    PATH, its mutex a Lock at PATH-__lock__)."""
-    c = connect()
-    sem = c.Semaphore(OPTS["path"], max_leases=OPTS["limit"])
+def cycles(out, c, lock):
+    """s6 and s7: acquire, hold --hold-us, release, from T0 until T0 +
+    --duration-ms; "acq T_REQ T_ACQ T_REL" per cycle."""
     t = []
     end = window()
     hold_s = OPTS["hold-us"] / 1e6
@@ -193,13 +192,13 @@ def s6(out):
         treq = time.monotonic_ns()
         if treq >= end:
             break
-        if not sem.acquire():
-            die("s6: acquire returned False")
+        if lock.acquire() is False:
+            die("acquire returned False")
         tacq = time.monotonic_ns()
         if hold_s:
             time.sleep(hold_s)
         trel = time.monotonic_ns()
-        sem.release()
+        lock.release()
         t.append((treq, tacq, trel))
     touch("done")
     for treq, tacq, trel in t:
@@ -209,9 +208,48 @@ def s6(out):
     c.close()
 
 
+def s6(out):
+    """The counting semaphore: kazoo's Semaphore with max_leases --limit,
+    one lease per acquisition (its own layout: leases are the children of
+    PATH, its mutex a Lock at PATH-__lock__)."""
+    c = connect()
+    cycles(out, c, c.Semaphore(OPTS["path"], max_leases=OPTS["limit"]))
+
+
+def contender(c):
+    """hold, herd, s7, lead: a Lock, or with --recipe election the Lock of
+    an Election on PATH (what Election.run() takes and gives back)."""
+    if OPTS["recipe"] == "election":
+        return c.Election(OPTS["path"], OPTS["id"]).lock
+    return c.Lock(OPTS["path"])
+
+
+def s7(out):
+    """Terms of kazoo's Election from T0 until T0 + --duration-ms."""
+    OPTS["recipe"] = "election"
+    c = connect()
+    cycles(out, c, contender(c))
+
+
+def lead(out):
+    """Be elected once, say so, stay leader until the end file."""
+    OPTS["recipe"] = "election"
+    c = connect()
+    lock = contender(c)
+    touch("ready")
+    lock.acquire()
+    out.write("elected %d\n" % time.monotonic_ns())
+    out.flush()
+    touch("elected")
+    wait_for("end")
+    lock.release()
+    c.stop()
+    c.close()
+
+
 def hold(out):
     c = connect()
-    lock = c.Lock(OPTS["path"])
+    lock = contender(c)
     lock.acquire()
     touch("ready")
     wait_for("go")
@@ -234,7 +272,7 @@ def herd(out):
     def waiter(j):
         started.release()
         try:
-            lock = clients[j].Lock(OPTS["path"])
+            lock = contender(clients[j])
             lock.acquire()
             tacq[j] = time.monotonic_ns()
             lock.release()
@@ -334,10 +372,12 @@ def main():
         if not a.startswith("--") or key not in OPTS:
             die("unknown option " + a)
         OPTS[key] = int(v) if key in NUMERIC else v
+    if OPTS["recipe"] not in ("lock", "election"):
+        die("--recipe lock|election")
     if OPTS["servers"] is None or OPTS["path"] is None:
         die("--servers and --path are required")
-    modes = {"s1": s1, "s2": s2, "s5": s5, "s6": s6, "hold": hold,
-             "herd": herd, "s4held": s4held, "s4wait": s4wait}
+    modes = {"s1": s1, "s2": s2, "s5": s5, "s6": s6, "s7": s7, "lead": lead,
+             "hold": hold, "herd": herd, "s4held": s4held, "s4wait": s4wait}
     if mode not in modes:
         die("unknown mode " + mode)
     out = open(OPTS["out"], "w") if OPTS["out"] else sys.stdout

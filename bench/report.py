@@ -128,7 +128,53 @@ def case(d):
                 ("req_per_handoff", requests(d, m) / total),
                 ("fair_min_max", min(per) / max(per) if max(per) else 0.0),
                 ("acquisitions", total)]
-    elif sc == "S3":
+    elif sc == "S7":
+        # terms of the election: merged in time order, each term must start
+        # after the one before it ended (one leader at a time, by the
+        # processes' own clocks: elected before await returned, resigned
+        # after the release began), and the gap is resign -> elected
+        with open(os.path.join(d, "sync", "go")) as f:
+            t0 = int(f.read().strip())
+        dur = int(m["duration_ms"]) * 1000000
+        terms = sorted((int(b), int(c)) for rows in lines_of(d, "acq").values()
+                       for _, b, c in rows)
+        win = [t for t in terms if t0 <= t[0] < t0 + dur]
+        if len(win) < 2:
+            raise SystemExit("fewer than two terms in the window")
+        gaps = []
+        for (a1, r1), (a2, _) in zip(terms, terms[1:]):
+            if a2 < r1:
+                raise SystemExit("two leaders at once: elected at %d before "
+                                 "the leader's resign at %d" % (a2, r1))
+            if t0 <= a2 < t0 + dur:
+                gaps.append(a2 - r1)
+        out += [("P", m["P"]), ("terms_per_s", len(win) / (dur / 1e9)),
+                ("resign_to_elected_median_us", pct(gaps, 0.5) / 1e3),
+                ("resign_to_elected_p99_us", pct(gaps, 0.99) / 1e3),
+                ("req_per_term", requests(d, m) / len(terms)),
+                ("terms", len(terms))]
+    elif sc == "S7K":
+        # SIGKILL of the leader -> the next participant elected
+        kills = []
+        with open(os.path.join(d, "kills")) as f:
+            for ln in f:
+                p = ln.split()
+                if p and p[0] == "kill":
+                    kills.append((int(p[1]), p[2]))
+        el = [(int(r[0]), w) for w, rows in lines_of(d, "elected").items()
+              for r in rows]
+        lat = []
+        for t, who in kills:
+            nxt = [e for e, w in el if w != who and e > t]
+            if not nxt:
+                raise SystemExit("no leader after the kill at %d" % t)
+            lat.append(min(nxt) - t)
+        if not lat:
+            raise SystemExit("no kill")
+        out += [("session_ms", int(m["session_ms"])), ("kills", len(lat)),
+                ("kill_to_elected_median_ms", pct(lat, 0.5) / 1e6),
+                ("kill_to_elected_max_ms", max(lat) / 1e6)]
+    elif sc in ("S3", "S7W"):
         n = int(m["waiters"])
         rel = int(lines_of(d, "release")["0"][0][0])
         acq = [int(r[0]) for w, rows in lines_of(d, "acq").items()
@@ -313,6 +359,23 @@ def rows_of(res):
         for metric, hb in s6:
             rows.append(("S6 P=%d" % p, {"scenario": "S6", "P": str(p)},
                          metric, hb))
+    if any(r.get("scenario") == "S7" for r in res):
+        for metric, hb in [("terms_per_s", True),
+                           ("resign_to_elected_median_us", False),
+                           ("resign_to_elected_p99_us", False),
+                           ("req_per_term", False)]:
+            rows.append(("S7 resign", {"scenario": "S7"}, metric, hb))
+    if any(r.get("scenario") == "S7K" for r in res):
+        for metric, hb in [("kill_to_elected_median_ms", False),
+                           ("kill_to_elected_max_ms", False)]:
+            rows.append(("S7 SIGKILL", {"scenario": "S7K"}, metric, hb))
+    for n in sorted({int(r["waiters"]) for r in res
+                     if r.get("scenario") == "S7W"}):
+        for metric, hb in [("sessions_woken_per_release", False),
+                           ("notified_per_release", False),
+                           ("req_per_handoff", False)]:
+            rows.append(("S7 N=%d" % n, {"scenario": "S7W",
+                                         "waiters": str(n)}, metric, hb))
     s4keys = []
     for r in res:
         if r.get("scenario") == "S4":
@@ -548,6 +611,26 @@ def probe_table(res):
     return "\n".join(lines)
 
 
+def monitor_table(res):
+    """S1 and S2: zkr with monitoring on (zkr-mon) against zkr's defaults,
+    in the same run."""
+    lines = ["| scenario | metric | zkr | zkr, monitoring on (x zkr) |",
+             "|---|---|---:|---:|"]
+    n = 0
+    for label, sel, metric, _ in rows_of(res):
+        if sel.get("scenario") not in ("S1", "S2") or metric == "fair_min_max":
+            continue
+        a = lookup(res, sel, "zkr", metric)
+        b = lookup(res, sel, "zkr-mon", metric)
+        if a is None or b is None:
+            continue
+        lines.append("| %s | %s | %s | %s |" % (
+            label, metric, fmt(a),
+            "%s (%.2fx)" % (fmt(b), b / a) if a else fmt(b)))
+        n += 1
+    return "\n".join(lines) if n else ""
+
+
 def final(args):
     run = args[0]
     opts = dict(zip(args[1::2], args[2::2]))
@@ -562,6 +645,11 @@ def final(args):
         print("target %-48s %-36s %s" % (
             name, got, "-" if met is None else ("met" if met else "NOT MET")))
     pt = probe_table(res)
+    mt = monitor_table(res)
+    if mt:
+        print()
+        print("monitoring on against off (zkr):")
+        print(mt)
     if failed:
         print("FAILED cases: " + ", ".join(failed))
     md, png = opts.get("--md"), opts.get("--png")
@@ -585,6 +673,12 @@ def final(args):
     gen += ["| %s | %s | %s |" % (n, g, "-" if m is None else
                                    ("yes" if m else "**no**"))
             for n, g, m in tg]
+    if mt:
+        gen += ["", "### Monitoring on against off", "",
+                "zkr-mon is zkr with monitoring fully on: a lock hook that "
+                "counts every event and both alert thresholds armed (one "
+                "hour, so they never fire), against zkr with its defaults, "
+                "in the same run (docs/monitoring.md).", "", mt]
     if pt:
         gen += ["", "### Ways to check k predecessors on a wake-up "
                 "(bench/probe-cost)", "",

@@ -338,16 +338,22 @@ void zkr_election_free(zkr_election *e) {
   free(e);
 }
 
+/* The engine's HELD covers SUSPECT too; whether SUSPECT leads is the
+ * election's choice (leads()). */
 int64_t zkr_election_fencing_token(const zkr_election *e) {
   int64_t t = 0;
-  return e && e->q && zkr__queue_info(e->q, &t, NULL, 0, NULL) ? t : 0;
+  if (!e || !e->q || !leads(e, zkr__queue_state(e->q)))
+    return 0;
+  return zkr__queue_info(e->q, &t, NULL, 0, NULL) ? t : 0;
 }
 
 int zkr_election_node(const zkr_election *e, char *buf, size_t len) {
   if (!e || !buf || len == 0)
     return ZKR_EINVAL;
-  return e->q && zkr__queue_info(e->q, NULL, buf, len, NULL) ? ZKR_OK
-                                                             : ZKR_ENOTHELD;
+  buf[0] = '\0';
+  if (!e->q || !leads(e, zkr__queue_state(e->q)))
+    return ZKR_ENOTHELD;
+  return zkr__queue_info(e->q, NULL, buf, len, NULL) ? ZKR_OK : ZKR_ENOTHELD;
 }
 
 int zkr_election_guarded_multi(zkr_election *e, int count,
@@ -729,4 +735,10 @@ void zkr_election_observer_free(zkr_election_observer *o) {
     pthread_cond_wait(&o->cv, &o->mu);
   pthread_mutex_unlock(&o->mu);
   obs_unref(o);
+}
+
+int zkr_election_stats(const zkr_election *e, zkr_stats *out, size_t size) {
+  if (!e || !e->q)
+    return ZKR_EINVAL;
+  return zkr__queue_stats(e->q, out, size);
 }

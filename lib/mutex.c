@@ -272,3 +272,9 @@ int zkr_mutex_participants(zkr_session *s, const char *path, int64_t timeout_ms,
   return zkr__participants(s, path, mutex_policy_of, NULL, timeout_ms, out,
                            count);
 }
+
+int zkr_mutex_stats(const zkr_mutex *m, zkr_stats *out, size_t size) {
+  if (!m)
+    return ZKR_EINVAL;
+  return zkr__queue_stats(m->q, out, size);
+}

@@ -101,6 +101,16 @@ struct zkr__queue {
   int state_orphan; /* deliver states after unlocking */
   zkr__qstate ring[STATE_RING];
   int ring_head, ring_len;
+
+  /* monitoring (stats.c): this object's figures, under mu */
+  zkr_stats st;
+  int quiet;       /* none kept (the semaphore keeps its own) */
+  int wait_open;   /* an acquisition is being timed */
+  int hold_open;   /* a hold is being timed */
+  int waited;      /* this acquisition waited for a blocker */
+  int64_t wait_t0; /* us */
+  int64_t hold_t0; /* us */
+  zkr__alarm *wait_alarm, *hold_alarm;
 };
 
 /* Context of one asynchronous request. */
@@ -132,6 +142,10 @@ void zkr__q_drop_watch(zkr__queue *q, int server);
 void zkr__q_watch_consumed(zkr__queue *q);
 void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st);
 void zkr__q_finish(zkr__queue *q, int rc);
+/* monitoring: an acquisition starts; a hold ends (@lost: by a loss) */
+void zkr__q_wait_begin(zkr__queue *q);
+void zkr__q_wait_end(zkr__queue *q, int rc); /* (queue-stats.c) */
+void zkr__q_hold_end(zkr__queue *q, int lost);
 
 /* ---- sending requests (queue.c) ---- */
 void zkr__q_pause_for_connection(zkr__queue *q);

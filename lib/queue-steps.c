@@ -55,7 +55,7 @@ static void parent_cb(int rc, const char *value, const void *data) {
 static int send_parent(zhandle_t *zh, const char *path, struct qctx *c) {
   /* empty data, not null: what Curator writes (kazoo 2.8 fails on a
    * parent whose data is null) */
-  return zoo_acreate(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+  return zoo_acreate(zh, path, "", 0, zkr__session_acl(c->q->s), ZOO_CONTAINER,
                      parent_cb, c);
 }
 
@@ -175,7 +175,7 @@ void zkr__q_step_create(zkr__queue *q) {
   zhandle_t *zh;
   struct qctx *c = zkr__q_begin_request(q, &zh);
   if (c) {
-    int rc = zoo_acreate2(zh, path, q->data, q->datalen, &ZOO_OPEN_ACL_UNSAFE,
+    int rc = zoo_acreate2(zh, path, q->data, q->datalen, zkr__session_acl(q->s),
                           q->fixed ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL,
                           create_cb, c);
     zkr__session_put_zh(q->s);
@@ -412,6 +412,7 @@ void zkr__q_relist(zkr__queue *q) {
 /* Under mu: not held after a listing: wait as the policy says. */
 static void waiting(zkr__queue *q) {
   q->phase = Q_WATCHING;
+  q->waited = 1; /* (an acquisition handed on, if it ends held) */
   if (q->pol->wait == ZKR__QWAIT_CHILDREN)
     return; /* the listing set the children watch */
   step_watch(q);
@@ -443,11 +444,13 @@ static void children_watch_cb(zkr_session *s, int type, const char *path,
 /* Under mu: no blocker of the last listing is left. Held, without a
  * request; but with watch_held, which promises that a deletion of our node
  * by someone else is noticed, list once more to see that it is still
- * there (a listing proves it; a watch event does not); and with the
- * policy's verify, to see that no blocker with a lower number appeared
+ * there (a listing proves it; a watch event does not), unless the policy's
+ * check_owner reads our node before holding anyway (its exists proves it
+ * as well, one request fewer per term of the election's latch); and with
+ * the policy's verify, to see that no blocker with a lower number appeared
  * after the listing (a downgrade's read node). */
 static void none_left(zkr__queue *q) {
-  if (q->watch_held || q->pol->verify)
+  if (q->pol->verify || (q->watch_held && !q->pol->check_owner))
     zkr__q_relist(q);
   else
     hold_now(q);
@@ -627,6 +630,7 @@ void zkr__q_restart(zkr__queue *q) {
  * then idle (release() reports ZKR_ELOCKLOST once), or with
  * ZKR__QLOSS_REQUEUE queued again at the back without a deadline. */
 void zkr__q_lose(zkr__queue *q) {
+  zkr__q_hold_end(q, 1);
   zkr__q_drop_watch(q, 0);
   zkr__q_clear_node(q);
   q->phase = Q_IDLE;
@@ -642,6 +646,8 @@ void zkr__q_lose(zkr__queue *q) {
     q->finished = 0;
     q->deadline = -1;
     q->lstate = ZKR__Q_ACQUIRING;
+    q->waited = 0;
+    zkr__q_wait_begin(q);
     zkr__q_restart(q);
   }
 }

@@ -78,6 +78,7 @@
 #include <unistd.h>
 
 #include "queue-int.h"
+#include "recipe.h"
 
 static void q_ref_locked(zkr__queue *q) {
   q->refs++;
@@ -239,6 +240,7 @@ void zkr__q_clear_node(zkr__queue *q) {
 /* Under mu: take @name (a child of the parent) as our node. */
 int zkr__q_set_node(zkr__queue *q, const char *name) {
   zkr__q_clear_node(q);
+  zkr__alarm_set_node(q->wait_alarm, name);
   q->node = zkr__strdup(name);
   q->node_path = zkr__path_join(q->parent, name);
   if (!q->node || !q->node_path)
@@ -352,6 +354,8 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
   if (q->lstate == st)
     return;
   q->lstate = st;
+  if (st == ZKR__Q_LOST)
+    zkr__q_hold_end(q, 1);
   pthread_cond_broadcast(&q->cv);
   if (!q->state_fn || q->freed ||
       !(st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT || st == ZKR__Q_LOST))
@@ -399,6 +403,7 @@ static void abandon(zkr__queue *q) {
 
 /* Under mu: the attempt ends with @rc. */
 void zkr__q_finish(zkr__queue *q, int rc) {
+  zkr__q_wait_end(q, rc);
   cancel_timer(q);
   q->waiting_conn = 0;
   if (rc == ZKR_OK) {
@@ -639,6 +644,7 @@ void zkr__queue_free(zkr__queue *q) {
   if (acquiring(q))
     zkr__q_finish(q, ZKR_ECANCELED);
   if (q->phase == Q_HELD) {
+    zkr__q_hold_end(q, q->lstate == ZKR__Q_LOST);
     zkr__q_drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->node_path && q->lstate != ZKR__Q_LOST)
       zkr__session_bg_delete(q->s, q->node_path, q->gen);
@@ -716,6 +722,8 @@ static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   q->fixed = fixed;
   q->fixed_seq = fixed_seq;
   q->fixed_gen = fixed_gen;
+  q->waited = 0;
+  zkr__q_wait_begin(q);
   zkr__q_make_prefix(q->prefix, sizeof q->prefix);
   if (fixed && zkr__session_generation(q->s, NULL) != fixed_gen)
     zkr__q_finish(q,
@@ -767,6 +775,7 @@ int zkr__queue_release(zkr__queue *q) {
     if (q->lstate == ZKR__Q_LOST)
       q->lstate = ZKR__Q_UNLOCKED; /* reported once */
   } else {
+    zkr__q_hold_end(q, q->lstate == ZKR__Q_LOST);
     zkr__q_drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->lstate == ZKR__Q_LOST)
       rc = ZKR_ELOCKLOST;

@@ -132,5 +132,12 @@ void zkr__queue_reevaluate(zkr__queue *q);
 /* The number of blockers before a waiter as of its last look at the
  * queue; -1 when it is not waiting. */
 int zkr__queue_ahead(zkr__queue *q);
+/* Keep no figures, send no lock events, arm no alarms for this object
+ * (the semaphore's queues: the semaphore keeps its own). Before start. */
+void zkr__queue_set_quiet(zkr__queue *q);
+/* Did the last acquisition wait for a blocker? */
+int zkr__queue_waited(zkr__queue *q);
+/* This object's figures (zkr_mutex_stats() and the like). */
+int zkr__queue_stats(zkr__queue *q, zkr_stats *out, size_t size);
 
 #endif

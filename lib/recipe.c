@@ -255,50 +255,68 @@ int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
   if (rc != ZKR_OK)
     return rc;
   size_t n = 0;
-  zkr_participant *arr =
-      calloc(kids.names.count > 0 ? (size_t)kids.names.count : 1, sizeof *arr);
-  if (!arr) {
+  int nk = kids.names.count;
+  zkr_participant *arr = calloc(nk > 0 ? (size_t)nk : 1, sizeof *arr);
+  char **paths = calloc(nk > 0 ? (size_t)nk : 1, sizeof *paths);
+  const char **names = calloc(nk > 0 ? (size_t)nk : 1, sizeof *names);
+  int32_t *seqs = calloc(nk > 0 ? (size_t)nk : 1, sizeof *seqs);
+  if (!arr || !paths || !names || !seqs) {
+    free(arr);
+    free(paths);
+    free(names);
+    free(seqs);
     zkr__result_clear(&kids);
     return ZKR_ENOMEM;
   }
-  for (int i = 0; i < kids.names.count; i++) {
-    int32_t seq;
+  /* the contenders' names, then their data read at once (pipelined) */
+  int m = 0;
+  for (int i = 0; i < nk && rc == ZKR_OK; i++) {
     const char *name = kids.names.data[i];
-    if (!zkr__seq_parse(name, &seq))
+    if (!zkr__seq_parse(name, &seqs[m]))
       continue;
-    char *full = zkr__path_join(path, name);
-    if (!full) {
+    names[m] = name;
+    if (!(paths[m] = zkr__path_join(path, name)))
       rc = ZKR_ENOMEM;
-      break;
-    }
-    zkr__result r;
-    memset(&r, 0, sizeof r);
-    int grc = zkr__zk_get(s, full, deadline, &r);
-    free(full);
-    if (grc == ZKR_ENONODE)
-      continue; /* left meanwhile */
-    if (grc != ZKR_OK) {
-      rc = grc;
-      break;
-    }
-    if (r.stat.ephemeralOwner == 0) {
-      zkr__result_clear(&r); /* a persistent node is never a contender */
-      continue;
-    }
-    arr[n].node = zkr__strdup(name);
-    arr[n].seq = seq;
-    arr[n].session_id = r.stat.ephemeralOwner;
-    arr[n].czxid = r.stat.czxid;
-    arr[n].ctime_ms = r.stat.ctime;
-    arr[n].data = r.data;
-    r.data = NULL;
-    zkr__result_clear(&r);
-    n++;
-    if (!arr[n - 1].node || !arr[n - 1].data) {
-      rc = ZKR_ENOMEM;
-      break;
-    }
+    else
+      m++;
   }
+  zkr__result *res = calloc(m > 0 ? (size_t)m : 1, sizeof *res);
+  int *rcs = calloc(m > 0 ? (size_t)m : 1, sizeof *rcs);
+  if (rc == ZKR_OK && (!res || !rcs))
+    rc = ZKR_ENOMEM;
+  if (rc == ZKR_OK)
+    rc = zkr__zk_get_many(s, paths, m, deadline, res, rcs);
+  for (int i = 0; i < m && rc == ZKR_OK; i++) {
+    if (rcs[i] == ZKR_ENONODE)
+      continue; /* left meanwhile */
+    if (rcs[i] != ZKR_OK) {
+      rc = rcs[i];
+      break;
+    }
+    zkr__result *r = &res[i];
+    if (r->stat.ephemeralOwner == 0)
+      continue; /* a persistent node is never a contender */
+    arr[n].node = zkr__strdup(names[i]);
+    arr[n].seq = seqs[i];
+    arr[n].session_id = r->stat.ephemeralOwner;
+    arr[n].czxid = r->stat.czxid;
+    arr[n].ctime_ms = r->stat.ctime;
+    arr[n].data = r->data;
+    r->data = NULL;
+    n++;
+    if (!arr[n - 1].node || !arr[n - 1].data)
+      rc = ZKR_ENOMEM;
+  }
+  for (int i = 0; i < m; i++) {
+    if (res)
+      zkr__result_clear(&res[i]);
+    free(paths[i]);
+  }
+  free(res);
+  free(rcs);
+  free(paths);
+  free(names);
+  free(seqs);
   zkr__result_clear(&kids);
   if (rc != ZKR_OK) {
     zkr_participants_free(arr, n);

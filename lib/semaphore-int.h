@@ -27,6 +27,10 @@ struct zkr_lease {
   zkr__queue *q;
   struct acq *acq;        /* the acquisition it belongs to, until handed out */
   zkr_lease *prev, *next; /* in sem->leases once handed out */
+  /* monitoring, under the semaphore's mu */
+  int hold_open;
+  int64_t hold_t0; /* us */
+  zkr__alarm *hold_alarm;
 };
 
 struct acq {
@@ -46,6 +50,8 @@ struct acq {
   int cancel;     /* cancel asked */
   int done, rc;   /* for a blocking caller */
   int blocking;
+  int64_t t0; /* monitoring: when it started, us */
+  zkr__alarm *alarm;
 };
 
 struct zkr_semaphore {
@@ -66,6 +72,7 @@ struct zkr_semaphore {
   int watch_node; /* leases watch their own node while held */
   struct acq *acqs;
   uint64_t next_acq_id;
+  zkr_stats st; /* monitoring (its queues keep none) */
   zkr_lease *handed;
   /* preparation: the layout check (once) and the first count read */
   int layout_ok;
@@ -112,6 +119,14 @@ void zkr__sem_reevaluate_all(zkr_semaphore *sem, struct acq *unused);
 /* Under mu, event thread: send what the preparation still needs, or
  * settle the acquisitions waiting for it. */
 void zkr__sem_prep_step(zkr_semaphore *sem, struct acq *unused);
+/* Decode a SharedCount's data: 4 bytes, big-endian, signed. 1 with *@out,
+ * or 0 if @v is not one. (Also reached by fuzz/fuzz-semcount.) */
+int zkr__sem_count_decode(const char *v, int len, int32_t *out);
+/* The limit a decoded count @v gives: @v within [0, ZKR_SEMAPHORE_MAX]. */
+int zkr__sem_count_limit(int32_t v);
+/* Is the node data @v (@len bytes, not terminated) a decimal number, what
+ * kazoo's Semaphore stores as its max_leases? */
+int zkr__sem_is_number(const char *v, int len);
 /* The session hook that reads the count again on a new session. */
 void zkr__sem_count_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
                          void *ctx);

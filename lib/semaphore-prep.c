@@ -38,8 +38,7 @@ static void count_watch_cb(zkr_session *s, int type, const char *path,
   zkr__sem_sem_unref(sem);
 }
 
-/* Decode a SharedCount: 4 bytes, big-endian, signed. */
-static int count_decode(const char *v, int len, int32_t *out) {
+int zkr__sem_count_decode(const char *v, int len, int32_t *out) {
   if (!v || len != 4)
     return 0;
   const unsigned char *u = (const unsigned char *)v;
@@ -49,6 +48,10 @@ static int count_decode(const char *v, int len, int32_t *out) {
   return 1;
 }
 
+int zkr__sem_count_limit(int32_t v) {
+  return v < 0 ? 0 : (v > ZKR_SEMAPHORE_MAX ? ZKR_SEMAPHORE_MAX : (int)v);
+}
+
 static void count_cb(int rc, const char *value, int len,
                      const struct Stat *stat, const void *data) {
   zkr_semaphore *sem = (zkr_semaphore *)data;
@@ -56,10 +59,8 @@ static void count_cb(int rc, const char *value, int len,
   zkr__sem_sem_lock(sem);
   int was_known = sem->count_state == 2;
   int32_t v = 0;
-  if (rc == ZOK && count_decode(value, len, &v)) {
-    atomic_store(&sem->limit,
-                 v < 0 ? 0
-                       : (v > ZKR_SEMAPHORE_MAX ? ZKR_SEMAPHORE_MAX : (int)v));
+  if (rc == ZOK && zkr__sem_count_decode(value, len, &v)) {
+    atomic_store(&sem->limit, zkr__sem_count_limit(v));
     sem->count_state = 2;
     sem->count_err = ZKR_OK;
     sem->count_reread = 0;
@@ -151,8 +152,7 @@ void zkr__sem_count_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
 
 /* ---- the preparation: kazoo's layout, the first count read ---- */
 
-/* Is @name a decimal number (what kazoo stores as its max_leases)? */
-static int is_number(const char *v, int len) {
+int zkr__sem_is_number(const char *v, int len) {
   if (!v || len <= 0)
     return 0;
   int i = v[0] == '-' ? 1 : 0;
@@ -170,7 +170,7 @@ static void layout_data_cb(int rc, const char *value, int len,
   (void)stat;
   zkr__sem_sem_lock(sem);
   sem->prep_zrc_data = rc;
-  if (rc == ZOK && is_number(value, len))
+  if (rc == ZOK && zkr__sem_is_number(value, len))
     sem->prep_foreign = 1;
   if (--sem->prep_out == 0 && !sem->freeing)
     zkr__sem_post_job(sem, NULL, zkr__sem_prep_step);

@@ -240,6 +240,49 @@ static void lease_unlink(zkr_semaphore *sem, zkr_lease *l) {
   l->prev = l->next = NULL;
 }
 
+/* ---- monitoring (under mu) ---- */
+
+/* The name of @l's node, into @buf ("" if none). */
+static const char *lease_name(zkr_lease *l, char *buf, size_t len) {
+  buf[0] = '\0';
+  zkr__queue_info(l->q, NULL, buf, len, NULL);
+  const char *slash = strrchr(buf, '/');
+  return slash ? slash + 1 : buf;
+}
+
+static void lease_hold_end(zkr_semaphore *sem, zkr_lease *l, int lost) {
+  if (!l->hold_open)
+    return;
+  l->hold_open = 0;
+  zkr__alarm_disarm(l->hold_alarm);
+  l->hold_alarm = NULL;
+  char buf[ZKR__PATH_MAX + 64];
+  zkr__stats_hold_end(sem->s, &sem->st, "lease", sem->leases,
+                      lost ? NULL : lease_name(l, buf, sizeof buf), lost,
+                      zkr__now_us() - l->hold_t0);
+}
+
+static void acq_stats_end(zkr_semaphore *sem, struct acq *a, int rc) {
+  zkr__alarm_disarm(a->alarm);
+  a->alarm = NULL;
+  int64_t now = zkr__now_us();
+  int handoff = zkr__queue_waited(a->adm);
+  for (int i = 0; i < a->n && !handoff; i++)
+    handoff = a->tmp[i] && zkr__queue_waited(a->tmp[i]->q);
+  zkr__stats_wait_end(sem->s, &sem->st, "lease", sem->leases, NULL, rc,
+                      now - a->t0, handoff, rc == ZKR_OK ? a->n : 0);
+  if (rc != ZKR_OK)
+    return;
+  char buf[ZKR__PATH_MAX + 64];
+  for (int i = 0; i < a->n; i++) {
+    zkr_lease *l = a->tmp[i];
+    l->hold_open = 1;
+    l->hold_t0 = now;
+    l->hold_alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_HOLD, "lease", sem->leases,
+                                   lease_name(l, buf, sizeof buf));
+  }
+}
+
 /* Under mu, event thread: the acquisition ends with @rc. On failure every
  * lease node it got is deleted, then the admission node; on success the
  * admission node is deleted (not waited for) and the leases handed out. */
@@ -248,6 +291,7 @@ void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
     return;
   int was = a->phase;
   a->phase = A_END;
+  acq_stats_end(sem, a, rc);
   if (rc != ZKR_OK)
     for (int i = 0; i < a->got; i++)
       zkr__queue_release(a->tmp[i]->q);
@@ -384,6 +428,8 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
     sem_leave(sem);
     return;
   }
+  if (st == ZKR__Q_LOST)
+    lease_hold_end(sem, l, 1);
   zkr_lock_state_fn fn = sem->state_fn;
   void *fud = sem->state_ud;
   sem_leave(sem);
@@ -520,6 +566,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
   if (*rc != ZKR_OK)
     goto fail;
   zkr__queue_set_state_fn(a->adm, adm_state, a);
+  zkr__queue_set_quiet(a->adm);
   for (int i = 0; i < n; i++) {
     zkr_lease *l = calloc(1, sizeof *l);
     if (!l) {
@@ -535,6 +582,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
       goto fail;
     zkr__queue_set_state_fn(l->q, lease_state, l);
     zkr__queue_set_watch_held(l->q, sem->watch_node);
+    zkr__queue_set_quiet(l->q);
   }
   *rc = ZKR_OK;
   return a;
@@ -565,8 +613,13 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->id = ++sem->next_acq_id;
   a->next = sem->acqs;
   sem->acqs = a;
+  a->t0 = zkr__now_us();
+  zkr__stats_wait_begin(sem->s, &sem->st);
+  a->alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_WAIT, "lease", sem->leases, NULL);
   rc = zkr__sem_post_job(sem, a, job_kick);
   if (rc != ZKR_OK) {
+    if (a->phase != A_END)
+      acq_stats_end(sem, a, rc);
     acq_unlink(sem, a);
     sem_leave(sem);
     acq_free(a);
@@ -635,6 +688,7 @@ static void job_teardown(zkr_semaphore *sem, struct acq *unused) {
   }
   while (sem->handed) {
     zkr_lease *l = sem->handed;
+    lease_hold_end(sem, l, 0);
     lease_unlink(sem, l);
     zkr__queue_free(l->q);
     free(l);
@@ -689,6 +743,7 @@ int zkr_lease_release(zkr_lease *l) {
     return ZKR_EINVAL;
   zkr_semaphore *sem = l->sem;
   zkr__sem_sem_lock(sem);
+  lease_hold_end(sem, l, zkr__queue_state(l->q) == ZKR__Q_LOST);
   lease_unlink(sem, l);
   zkr__sem_sem_unlock(sem);
   int rc = zkr__queue_release(l->q);
@@ -778,4 +833,18 @@ int zkr_semaphore_participants(zkr_session *s, const char *path, int limit,
   *waiters = w;
   *nwaiters = nw;
   return ZKR_OK;
+}
+
+int zkr_semaphore_stats(const zkr_semaphore *csem, zkr_stats *out,
+                        size_t size) {
+  if (!csem)
+    return ZKR_EINVAL;
+  zkr_semaphore *sem = (zkr_semaphore *)csem;
+  zkr__sem_sem_lock(sem);
+  zkr_lock_state state = sem->st.held > 0      ? ZKR_LOCK_HELD
+                         : sem->st.waiting > 0 ? ZKR_LOCK_ACQUIRING
+                                               : ZKR_LOCK_UNLOCKED;
+  int rc = zkr__stats_copy(&sem->st, (int)state, out, size);
+  zkr__sem_sem_unlock(sem);
+  return rc;
 }

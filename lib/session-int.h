@@ -32,6 +32,28 @@ struct zkr_session_opts {
   double lost_fraction;
   int renew;
   struct auth *auth;
+  int acl; /* zkr_acl_mode */
+  zkr_lock_hook_fn lock_hook;
+  void *lock_hook_ud;
+  int64_t alert_wait_ms, alert_hold_ms;
+  zkr_alert_fn alert_fn;
+  void *alert_ud;
+};
+
+/* A histogram updated without a lock (stats.c). */
+struct zkr__ahist {
+  atomic_uint_fast64_t count, sum_us, max_us;
+  atomic_uint_fast64_t bucket[ZKR_STATS_BUCKETS];
+};
+
+/* The session's figures: every lock object of the session adds to them
+ * (stats.c). */
+struct zkr__agg {
+  atomic_uint_fast64_t acquired, released, handoffs;
+  atomic_uint_fast64_t failed[8];
+  struct zkr__ahist wait, hold;
+  atomic_int held, waiting;
+  atomic_uint_fast64_t suspensions, reconnects, losses;
 };
 
 struct listener {
@@ -46,6 +68,8 @@ struct hook {
   uint64_t id;
   zkr__state_hook fn;
   void *ctx;
+  int running; /* call_hooks() runs it (in this many threads) */
+  int dead;    /* removed while it ran: the last call_hooks() frees it */
   struct hook *next;
 };
 
@@ -127,6 +151,8 @@ struct zkr_session {
   uint64_t node_events; /* node watch events received (tests, benchmark) */
   struct listener *listeners;
   struct hook *hooks;
+  struct hook **hooks_tail; /* where the next hook goes (O(1) adds: one
+                               per lock object) */
   struct watch *watches;
   uint64_t running_listener;
   uint64_t running_hook;
@@ -142,6 +168,15 @@ struct zkr_session {
   pthread_t event_thread;
   pthread_t manager_thread;
   int threads_started;
+
+  /* monitoring (stats.c) */
+  struct zkr__agg agg;
+  pthread_mutex_t alert_mu;
+  pthread_cond_t alert_cv;
+  void *alert_jobs; /* struct ajob list */
+  int alert_stop;
+  int alert_started;
+  pthread_t alert_thread;
 };
 
 /* ---- sessopts.c ---- */
@@ -152,6 +187,15 @@ void zkr__opts_defaults(zkr_session_opts *o);
 int zkr__opts_copy(zkr_session_opts *dst, const zkr_session_opts *src);
 /* Free what a copy owns. */
 void zkr__opts_clear(zkr_session_opts *o);
+
+/* ---- stats.c ---- */
+/* Under s->mu: count a state event of the session. */
+void zkr__stats_session_event(zkr_session *s, zkr_session_event ev);
+/* The alert thread (only if an alert function is set); its mutex and
+ * condition are made in any case. Stop before the handle is closed. */
+int zkr__alerts_start(zkr_session *s);
+void zkr__alerts_stop(zkr_session *s);
+void zkr__alerts_destroy(zkr_session *s);
 
 /* ---- session.c ---- */
 /* Under s->mu: queue @e for the event thread. */

@@ -105,6 +105,7 @@ static void session_free(zkr_session *s) {
   free_list(s->evq, offsetof(struct event, next), NULL);
   zkr__opts_clear(&s->opts);
   free(s->hosts);
+  zkr__alerts_destroy(s);
   pthread_cond_destroy(&s->cv);
   pthread_cond_destroy(&s->mcv);
   pthread_cond_destroy(&s->ecv);
@@ -147,6 +148,7 @@ static void push_state_event(zkr_session *s, zkr_session_event ev,
   e->ev = ev;
   e->sid = sid;
   e->seq = ++s->ev_seq;
+  zkr__stats_session_event(s, ev);
   zkr__event_push_locked(s, e);
 }
 
@@ -235,18 +237,17 @@ static void *event_main(void *arg) {
 /* ------------------------------------------------------------------ */
 /* internal hooks: called with s->mu NOT held */
 
+/* In list order, which is id order; a hook added meanwhile (at the tail)
+ * runs too. The running hook is not freed while it runs (a removal marks
+ * it dead), so its successor is found in O(1): one state event costs
+ * O(hooks), not O(hooks^2), for a session with many lock objects. */
 static void call_hooks(zkr_session *s, zkr_session_event ev, int64_t sid) {
   pthread_mutex_lock(&s->mu);
-  uint64_t last = 0;
-  for (;;) {
-    struct hook *h = s->hooks;
-    while (h && h->id <= last)
-      h = h->next;
-    if (!h)
-      break;
-    last = h->id;
+  struct hook *h = s->hooks;
+  while (h) {
     zkr__state_hook fn = h->fn;
     void *ctx = h->ctx;
+    h->running++;
     s->running_hook = h->id;
     s->running_hook_thread = pthread_self();
     pthread_mutex_unlock(&s->mu);
@@ -254,6 +255,19 @@ static void call_hooks(zkr_session *s, zkr_session_event ev, int64_t sid) {
     pthread_mutex_lock(&s->mu);
     s->running_hook = 0;
     pthread_cond_broadcast(&s->cv);
+    if (--h->running == 0 && !h->dead) {
+      h = h->next;
+    } else if (h->dead) {
+      /* removed while it ran: its next pointer may be stale */
+      uint64_t last = h->id;
+      if (h->running == 0)
+        free(h);
+      h = s->hooks;
+      while (h && h->id <= last)
+        h = h->next;
+    } else {
+      h = h->next; /* (still run by another thread) */
+    }
   }
   pthread_mutex_unlock(&s->mu);
 }
@@ -267,10 +281,8 @@ int zkr__session_hook_add(zkr_session *s, zkr__state_hook fn, void *ctx,
   h->ctx = ctx;
   pthread_mutex_lock(&s->mu);
   h->id = ++s->next_id;
-  struct hook **pp = &s->hooks;
-  while (*pp)
-    pp = &(*pp)->next;
-  *pp = h;
+  *s->hooks_tail = h;
+  s->hooks_tail = &h->next;
   if (id)
     *id = h->id;
   pthread_mutex_unlock(&s->mu);
@@ -283,7 +295,12 @@ void zkr__session_hook_remove(zkr_session *s, uint64_t id) {
     if ((*pp)->id == id) {
       struct hook *h = *pp;
       *pp = h->next;
-      free(h);
+      if (s->hooks_tail == &h->next)
+        s->hooks_tail = pp;
+      if (h->running > 0)
+        h->dead = 1; /* the last call_hooks() running it frees it */
+      else
+        free(h);
       break;
     }
   }
@@ -557,6 +574,19 @@ static void *manager_main(void *arg) {
 }
 
 /* ------------------------------------------------------------------ */
+/* ZKR_ACL_CREATOR: every right for the session's own identities (the
+ * "auth" scheme), reading for anyone. The rights are ZooKeeper's protocol
+ * values (ZOO_PERM_ALL 31, ZOO_PERM_READ 1; the client library declares
+ * them as variables, which a static initializer cannot use). */
+static struct ACL creator_acl[] = {{31, {"auth", ""}},
+                                   {1, {"world", "anyone"}}};
+static struct ACL_vector creator_acl_vector = {2, creator_acl};
+
+struct ACL_vector *zkr__session_acl(zkr_session *s) {
+  return s->opts.acl == ZKR_ACL_CREATOR ? &creator_acl_vector
+                                        : &ZOO_OPEN_ACL_UNSAFE;
+}
+
 /* public API */
 
 int zkr_session_new(zkr_session **out, const char *hosts,
@@ -568,6 +598,11 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   int rc = zkr__hosts_check(hosts);
   if (rc != ZKR_OK)
     return rc;
+  if (opts && opts->acl == ZKR_ACL_CREATOR && !opts->auth) {
+    zkr__log(ZKR_LOG_ERROR, "ZKR_ACL_CREATOR needs credentials "
+                            "(zkr_session_opts_add_auth())");
+    return ZKR_EINVAL;
+  }
   zkr_session *s = calloc(1, sizeof *s);
   if (!s)
     return ZKR_ENOMEM;
@@ -587,6 +622,9 @@ int zkr_session_new(zkr_session **out, const char *hosts,
     return ZKR_ENOMEM;
   }
   pthread_mutex_init(&s->mu, NULL);
+  s->hooks_tail = &s->hooks;
+  pthread_mutex_init(&s->alert_mu, NULL);
+  pthread_cond_init(&s->alert_cv, NULL);
   zkr__cond_init(&s->cv);
   zkr__cond_init(&s->mcv);
   zkr__cond_init(&s->ecv);
@@ -619,6 +657,10 @@ int zkr_session_new(zkr_session **out, const char *hosts,
     return ZKR_ESYS;
   }
   s->threads_started = 1;
+  if (zkr__alerts_start(s) != ZKR_OK) {
+    zkr_session_close(s);
+    return ZKR_ESYS;
+  }
 
   /* Wait for the first session and the verdict on its credentials. */
   int64_t deadline = zkr__deadline(s->opts.connect_timeout);
@@ -677,6 +719,7 @@ int zkr_session_close(zkr_session *s) {
   pthread_cond_signal(&s->mcv);
   pthread_mutex_unlock(&s->mu);
 
+  zkr__alerts_stop(s); /* (one in progress finishes first) */
   pthread_join(s->manager_thread, NULL);
 
   pthread_mutex_lock(&s->mu);

@@ -6,15 +6,18 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "session-int.h"
 
 void zkr__opts_defaults(zkr_session_opts *o) {
+  memset(o, 0, sizeof *o); /* no hook, no alerts */
   o->session_timeout = 10000;
   o->connect_timeout = 10000;
   o->lost_fraction = 0.25;
   o->renew = 1;
   o->auth = NULL;
+  o->acl = ZKR_ACL_OPEN;
 }
 
 int zkr_session_opts_new(zkr_session_opts **out) {
@@ -98,6 +101,13 @@ int zkr_session_opts_add_auth(zkr_session_opts *opts, const char *scheme,
   while (*pp)
     pp = &(*pp)->next;
   *pp = a;
+  return ZKR_OK;
+}
+
+int zkr_session_opts_set_acl(zkr_session_opts *opts, zkr_acl_mode mode) {
+  if (!opts || (mode != ZKR_ACL_OPEN && mode != ZKR_ACL_CREATOR))
+    return ZKR_EINVAL;
+  opts->acl = mode;
   return ZKR_OK;
 }
 

@@ -37,11 +37,14 @@ int zkr__timer_add(zkr_session *s, int64_t at_ms, void (*fn)(void *), void *arg,
   struct timer **pp = &s->timers;
   while (*pp && (*pp)->at <= at_ms)
     pp = &(*pp)->next;
+  int first = pp == &s->timers;
   t->next = *pp;
   *pp = t;
   if (id)
     *id = t->id;
-  pthread_cond_signal(&s->mcv);
+  if (first) /* the manager sleeps until the first timer: wake it only
+                when that changed */
+    pthread_cond_signal(&s->mcv);
   pthread_mutex_unlock(&s->mu);
   return ZKR_OK;
 }

@@ -148,7 +148,7 @@ static int start(zhandle_t *zh, const struct spec *sp, struct op *op) {
   switch (sp->kind) {
   case OP_CREATE:
     return zoo_acreate2(zh, sp->path, sp->data, sp->datalen,
-                        &ZOO_OPEN_ACL_UNSAFE, sp->flags, string_stat_cb, op);
+                        zkr__session_acl(op->s), sp->flags, string_stat_cb, op);
   case OP_DELETE:
     return zoo_adelete(zh, sp->path, sp->version, void_cb, op);
   case OP_EXISTS:
@@ -282,6 +282,92 @@ int zkr__zk_get(zkr_session *s, const char *path, int64_t deadline_ms,
                 zkr__result *res) {
   struct spec sp = {OP_GET, path, NULL, 0, 0, -1, 0, NULL};
   return run(s, &sp, deadline_ms, res, NULL, NULL);
+}
+
+/* Pipelined: up to GET_WINDOW requests in flight, so that reading the
+ * data of N contenders costs about N / GET_WINDOW round trips, not N. A
+ * request that could not be sent, or whose reply was lost with the
+ * connection, is read again alone with zkr__zk_get() (retry, back-off). */
+#define GET_WINDOW 256
+int zkr__zk_get_many(zkr_session *s, char *const *paths, int n,
+                     int64_t deadline_ms, zkr__result *res, int *rcs) {
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  for (int base = 0; base < n; base += GET_WINDOW) {
+    int m = n - base < GET_WINDOW ? n - base : GET_WINDOW;
+    struct op *ops[GET_WINDOW];
+    memset(ops, 0, sizeof ops);
+    int rc = zkr__session_wait_usable(s, deadline_ms);
+    if (rc != ZKR_OK)
+      return rc;
+    zhandle_t *zh = NULL;
+    rc = zkr__session_get_zh(s, &zh, NULL);
+    if (rc != ZKR_OK && rc != ZKR_ECONNLOSS)
+      return rc;
+    if (rc == ZKR_OK) {
+      for (int i = 0; i < m; i++) {
+        struct op *op = calloc(1, sizeof *op);
+        if (!op)
+          break; /* the rest is read one by one below */
+        op->s = s;
+        op->refs = 2;
+        if (zoo_aget(zh, paths[base + i], 0, data_cb, op) != ZOK) {
+          free(op);
+          continue;
+        }
+        ops[i] = op;
+      }
+      zkr__session_put_zh(s);
+    }
+    int timed_out = 0, closing = 0;
+    zkr__session_lock(s);
+    for (int i = 0; i < m && !timed_out && !closing; i++) {
+      while (ops[i] && !ops[i]->done) {
+        if ((closing = zkr__session_closing_locked(s)))
+          break;
+        if (zkr__session_wait_locked(s, deadline_ms) == ETIMEDOUT) {
+          timed_out = !ops[i]->done;
+          break;
+        }
+      }
+    }
+    struct op *done[GET_WINDOW];
+    for (int i = 0; i < m; i++) {
+      done[i] = NULL;
+      if (!ops[i])
+        continue;
+      if (ops[i]->done) {
+        ops[i]->refs--;
+        done[i] = ops[i];
+      } else {
+        ops[i]->refs--; /* the completion frees it */
+      }
+    }
+    zkr__session_unlock(s);
+    for (int i = 0; i < m; i++) {
+      struct op *op = done[i];
+      int k = base + i;
+      if (op) {
+        rcs[k] = op->zrc == ZOK ? ZKR_OK : zkr__from_zk(op->zrc);
+        if (op->zrc == ZOK) {
+          res[k] = op->res;
+          memset(&op->res, 0, sizeof op->res);
+        }
+        int again = zkr__retryable(op->zrc);
+        zkr__result_clear(&op->res);
+        free(op);
+        if (!again)
+          continue;
+      } else if (ops[i] && (timed_out || closing)) {
+        rcs[k] = closing ? ZKR_ECLOSED : ZKR_ETIMEDOUT;
+        continue;
+      }
+      /* not sent, not answered, or its reply lost: alone, with retries */
+      memset(&res[k], 0, sizeof res[k]);
+      rcs[k] = zkr__zk_get(s, paths[k], deadline_ms, &res[k]);
+    }
+  }
+  return ZKR_OK;
 }
 
 int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,

@@ -86,6 +86,9 @@ int zkr__session_wait_usable(zkr_session *s, int64_t deadline_ms);
 /* The generation (number of ZooKeeper sessions opened so far) and the
  * session id of the current one. */
 uint64_t zkr__session_generation(zkr_session *s, int64_t *session_id);
+/* The ACL of the nodes the session creates (zkr_session_opts_set_acl()). */
+struct ACL_vector;
+struct ACL_vector *zkr__session_acl(zkr_session *s);
 
 /* The session mutex and its condition variable, for operation waiters:
  * every completion broadcasts, and closing the session does too. */
@@ -165,6 +168,32 @@ int zkr__session_bg_pending(zkr_session *s);
 void zkr__session_unwatch(zkr_session *s, const char *path,
                           zkr__watch_kind kind);
 
+/* ---- monitoring (stats.c) ---- */
+int64_t zkr__now_us(void);
+zkr_fail_cause zkr__fail_cause(int rc);
+/* An object's figures, @o, under the owner's own lock; each also adds to
+ * the session's figures and tells the session's lock hook. An acquisition
+ * that succeeds begins @holds holds (a semaphore's: its leases), each
+ * ended by zkr__stats_hold_end(). */
+void zkr__stats_wait_begin(zkr_session *s, zkr_stats *o);
+void zkr__stats_wait_end(zkr_session *s, zkr_stats *o, const char *recipe,
+                         const char *path, const char *node, int rc,
+                         int64_t wait_us, int handoff, int holds);
+void zkr__stats_hold_end(zkr_session *s, zkr_stats *o, const char *recipe,
+                         const char *path, const char *node, int lost,
+                         int64_t hold_us);
+/* Copy @o (under the owner's lock) for a getter. */
+int zkr__stats_copy(const zkr_stats *o, int state, zkr_stats *out, size_t size);
+/* A threshold alarm for one wait or hold: NULL when that threshold is off
+ * (or out of memory). Disarm it (which frees it) when the episode ends;
+ * it fires at most once. */
+typedef struct zkr__alarm zkr__alarm;
+zkr__alarm *zkr__alarm_arm(zkr_session *s, zkr_alert_kind kind,
+                           const char *recipe, const char *path,
+                           const char *node);
+void zkr__alarm_set_node(zkr__alarm *a, const char *node);
+void zkr__alarm_disarm(zkr__alarm *a);
+
 /* ---- synchronous operations with deadline and retry (zkops.c) ---- */
 typedef struct zkr__result {
   struct Stat stat;           /* create2/exists/get/set */
@@ -188,6 +217,11 @@ int zkr__zk_exists(zkr_session *s, const char *path, int64_t deadline_ms,
                    zkr__result *res);
 int zkr__zk_get(zkr_session *s, const char *path, int64_t deadline_ms,
                 zkr__result *res);
+/* Read @n nodes at once (pipelined): rcs[i] and res[i] for paths[i]
+ * (ZKR_ENONODE for one gone). Returns an error only if the session could
+ * not be used at all; each node's own result is in rcs. */
+int zkr__zk_get_many(zkr_session *s, char *const *paths, int n,
+                     int64_t deadline_ms, zkr__result *res, int *rcs);
 int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,
                 int version, int64_t deadline_ms);
 int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,

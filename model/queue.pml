@@ -13,11 +13,17 @@
  *                locks/, then a lease node on leases/ that holds while the
  *                lease nodes number at most LIMIT (count_all, a children
  *                watch), then the admission node is released
+ *   -DELECTION   the election's latch (lib/election.c): the mutex order,
+ *                the owner check before leading (check_owner), a watch on
+ *                the leader's own node (watch_held), a lost leadership
+ *                queued again at the back (ZKR__QLOSS_REQUEUE), and a
+ *                leader that may resign once (leave, join again)
  * Switches:
  *   -DLIVE                  add the liveness claim (run pan -a -f)
  *   -DMUTANT_NO_WAKE_CHECK  the watch event alone is taken as a grant (no
  *                           exists, no re-listing): must fail
  *   -DNC=n -DMAXF=n -DLIMIT=n  contenders, faults, semaphore permits
+ *   -DRESIGN=n              election: how many contenders may resign (1)
  *
  * The model is the engine as written, not the textbook recipe: requests go
  * to the server in order over one connection per contender, replies and
@@ -35,11 +41,18 @@
 #ifndef LIMIT
 #define LIMIT 2       /* semaphore permits */
 #endif
+#ifndef RESIGN
+#define RESIGN 1      /* election: contenders 0..RESIGN-1 may resign once */
+#endif
 
 #ifdef SEMAPHORE
 #define QPC 2         /* queue objects per contender: admission, lease */
 #define NPAR 2        /* parents: locks/ (0), leases/ (1) */
 #define MAXN 14
+#elif defined(ELECTION)
+#define QPC 1
+#define NPAR 1
+#define MAXN 12       /* a resign and every loss make a new node */
 #else
 #define QPC 1
 #define NPAR 1
@@ -59,6 +72,8 @@
 #endif
 #if MAXN == 9
 #define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8)
+#elif MAXN == 12
+#define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #elif MAXN == 14
 #define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 #endif
@@ -72,6 +87,7 @@
 #define FOR_Q(X) X(0) X(1) X(2) X(3)
 #endif
 #define IBSEND(k) assert(nfull(ib[k])); ib[k]!
+#define RQSEND(k) assert(nfull(rq[k])); rq[k]!
 
 #define NONE 255
 
@@ -90,7 +106,6 @@ byte seqctr[NPAR];
 byte cwm[NPAR];   /* sessions with a children watch on the parent */
 byte sgen[NC];    /* each contender's current ZooKeeper session */
 byte faults;
-byte commits;     /* guarded writes committed (ghost) */
 
 /* ---- a contender's session as it sees it ---- */
 bit  conn[NC];    /* connected (0 from LOST until CONNECTED) */
@@ -101,7 +116,19 @@ byte cgen[NC];    /* the session its requests go to */
 #define RQ_LIST   2
 #define RQ_EXISTS 3   /* step_watch: exists with a watch */
 #define RQ_ADOPT  4   /* step_adopt: exists without one */
-chan rq[NC] = [3] of { byte, byte, byte, byte, byte, byte };
+#define RQ_OWNER  5   /* hold_now (check_owner): exists on our node, b=list_seq */
+#define RQ_VERIFY 6   /* zkr__q_verify_held: exists on our held node */
+/* room for what a contender sends: its create and listing, and for each
+ * expiry not yet taken in by the client another pair (an expiry drains the
+ * channel, but the client restarts once per LOST it takes, in the session
+ * that is current by then); asserted never full: a send that blocked would
+ * split its step */
+#ifdef ELECTION
+#define RQLEN (2 * MAXF + 4)
+#else
+#define RQLEN (QPC * (2 * MAXF + 3))   /* the semaphore: two queues */
+#endif
+chan rq[NC] = [RQLEN] of { byte, byte, byte, byte, byte, byte };
 /* typ, q, att, gen, a, b */
 
 #define M_CREATE  1   /* a=node */
@@ -114,6 +141,8 @@ chan rq[NC] = [3] of { byte, byte, byte, byte, byte, byte };
 #define M_RECONN  8   /* session events (state_hook) */
 #define M_LOST    9
 #define M_CONN    10
+#define M_OWNER   11  /* a=node, b=gen of the request, m=list_seq */
+#define M_VERIFY  12  /* a=node */
 chan ib[NC] = [6] of { byte, byte, byte, byte, byte, byte, short };
 /* typ, q, att, rc, a, b(gen of the request), m (children mask) */
 
@@ -174,10 +203,20 @@ bit writer[NC];   /* the role each contender drew */
 #define BLOCKS(q, n) 1
 #define VERIFY(q) 0
 #endif
+#ifdef ELECTION
+#define OWNER(q) 1    /* check_owner */
+#define HELDW(q) 1    /* watch_held */
+#else
+#define OWNER(q) 0
+#define HELDW(q) 0
+#endif
 
 /* the user of each contender */
 bit  cancelreq[NC];  /* a cancel asked (or the deadline passed) */
-byte ust[NC];        /* 0 acquiring, 1 holding, 2 done */
+byte ust[NC];        /* 0 acquiring, 1 holding (election: has led), 2 done */
+#ifdef ELECTION
+bit  rsg[NC];        /* resigned once */
+#endif
 
 /* user-level results */
 #define R_OK 1
@@ -285,6 +324,16 @@ inline srv_apply(c, silent) {
      :: !silent -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
      :: else
      fi
+  :: typ == RQ_OWNER || typ == RQ_VERIFY ->
+     if
+     :: rc == ZOK && !nex[a] -> rc = ZNONODE
+     :: else
+     fi;
+     if
+     :: !silent && typ == RQ_OWNER -> IBSEND(c)M_OWNER,q,at,rc,a,g,b
+     :: !silent && typ == RQ_VERIFY -> IBSEND(c)M_VERIFY,q,at,rc,a,g,0
+     :: else
+     fi
   fi
 }
 
@@ -386,6 +435,17 @@ inline check_holders(q) {
   fi
 }
 
+/* zkr__q_arm_held_watch: with watch_held, an exists watch on our held node
+ * (not set while disconnected: verify_held sets it after a reconnection) */
+inline arm_held_watch(q) {
+  if
+  :: HELDW(q) && ph[q] == Q_HELD && wid[q] == 0 && me[q] != NONE && conn[CL(q)] ->
+     wctr[q]++; wid[q] = wctr[q]; wn[q] = me[q];
+     RQSEND(CL(q))RQ_EXISTS,q,att[q],cgen[CL(q)],me[q],wid[q]
+  :: else
+  fi
+}
+
 /* zkr__q_finish(q, rc): rc is R_OK or a failure */
 inline finish(q, r) {
   wc[q] = 0;
@@ -396,7 +456,8 @@ inline finish(q, r) {
      clear_preds(q);
      ph[q] = Q_HELD;
      printf("MSC: queue %d holds with node %d\n", q, me[q]);
-     check_holders(q)
+     check_holders(q);
+     arm_held_watch(q)
   :: else ->
      /* abandon() */
      drop_watch(q, 1);
@@ -425,9 +486,9 @@ inline step_list(q) {
      :: CHILDREN(q) && !cu[q] && !adopting[q] ->
         drop_watch(q, 0);
         cwid[q] = lseq[q];                /* registered with the listing */
-        rq[CL(q)]!RQ_LIST,q,att[q],cgen[CL(q)],lseq[q],1
+        RQSEND(CL(q))RQ_LIST,q,att[q],cgen[CL(q)],lseq[q],1
      :: else ->
-        rq[CL(q)]!RQ_LIST,q,att[q],cgen[CL(q)],lseq[q],0
+        RQSEND(CL(q))RQ_LIST,q,att[q],cgen[CL(q)],lseq[q],0
      fi;
      sent = 1
   fi
@@ -438,7 +499,7 @@ inline step_create(q) {
   if
   :: !conn[CL(q)] -> wc[q] = 1
   :: else ->
-     rq[CL(q)]!RQ_CREATE,q,att[q],cgen[CL(q)],pfx[q],0;
+     RQSEND(CL(q))RQ_CREATE,q,att[q],cgen[CL(q)],pfx[q],0;
      lsent[q] = 0;
      if
      :: ph[q] == Q_CREATING && !wc[q] -> step_list(q); lsent[q] = sent
@@ -456,11 +517,29 @@ inline relist(q) {
   step_list(q)
 }
 
-/* none_left(): no blocker of the last listing is left */
+/* hold_now(): no blocker is left: hold, or with check_owner first read our
+ * node to see that its owner is our current session (owner_cb) */
+inline hold_now(q) {
+  if
+  :: !OWNER(q) -> finish(q, R_OK)
+  :: else ->
+     ph[q] = Q_LISTING;                 /* resume lists and comes back */
+     if
+     :: !conn[CL(q)] -> wc[q] = 1
+     :: else ->
+        lseq[q]++;                      /* a listing in flight is stale */
+        RQSEND(CL(q))RQ_OWNER,q,att[q],cgen[CL(q)],me[q],lseq[q]
+     fi
+  fi
+}
+
+/* none_left(): no blocker of the last listing is left; with watch_held
+ * (unless check_owner's exists will prove it) or the policy's verify, list
+ * once more (a listing proves our node is there, a watch event does not) */
 inline none_left(q) {
   if
-  :: VERIFY(q) -> relist(q)
-  :: else -> finish(q, R_OK)
+  :: VERIFY(q) || (HELDW(q) && !OWNER(q)) -> relist(q)
+  :: else -> hold_now(q)
   fi
 }
 
@@ -478,7 +557,7 @@ inline step_watch(q) {
      :: !conn[CL(q)] -> wc[q] = 1
      :: else ->
         wctr[q]++; wid[q] = wctr[q]; wn[q] = p1[q];
-        rq[CL(q)]!RQ_EXISTS,q,att[q],cgen[CL(q)],p1[q],wid[q]
+        RQSEND(CL(q))RQ_EXISTS,q,att[q],cgen[CL(q)],p1[q],wid[q]
      fi
   fi
 }
@@ -511,7 +590,7 @@ inline step_adopt(q) {
   :: !conn[CL(q)] -> wc[q] = 1
   :: else ->
      adopting[q] = 1;
-     rq[CL(q)]!RQ_ADOPT,q,att[q],cgen[CL(q)],me[q],0
+     RQSEND(CL(q))RQ_ADOPT,q,att[q],cgen[CL(q)],me[q],0
   fi
 }
 
@@ -562,7 +641,7 @@ inline evaluate(q) {
      od;
      if
      :: !j -> drop_watch(q, 1); requeue(q)
-     :: j && HOLDS(q, np[q]) -> finish(q, R_OK)
+     :: j && HOLDS(q, np[q]) -> hold_now(q)
      :: j && !HOLDS(q, np[q]) ->
         /* waiting() */
         ph[q] = Q_WATCHING;
@@ -602,13 +681,19 @@ inline restart(q) {
   fi
 }
 
-/* zkr__q_lose: a held node is lost */
+/* zkr__q_lose: a held node is lost; with ZKR__QLOSS_REQUEUE (the
+ * election's latch) queued again at the back, in a new attempt */
 inline lose(q) {
   drop_watch(q, 0);
   clear_node(q);
   ph[q] = Q_IDLE;
   att[q]++;
-  qlost[q] = 1
+  qlost[q] = 1;
+  printf("MSC: queue %d lost its node\n", q);
+#ifdef ELECTION
+  qlost[q] = 0;
+  restart(q)
+#endif
 }
 
 #define ACQUIRING(q) (ph[q] == Q_CREATING || ph[q] == Q_LISTING || ph[q] == Q_WATCHING)
@@ -666,6 +751,42 @@ inline on_exists(q) {
      :: rc == ZNONODE -> drop_watch(q, 1); pred_gone(q)
      :: else -> wc[q] = 1
      fi
+  :: at == att[q] && ph[q] == Q_HELD && a == wid[q] && wid[q] != 0 ->
+     /* held_exists_cb (watch_held) */
+     if
+     :: rc == ZOK -> skip
+     :: rc == ZNONODE -> drop_watch(q, 1); lose(q)
+     :: else -> drop_watch(q, 0)    /* set again after the reconnection */
+     fi
+  :: else
+  fi
+}
+
+/* owner_cb (check_owner): lead only on a node of our current session */
+inline on_owner(q) {
+  if
+  :: at == att[q] && ph[q] == Q_LISTING && m == lseq[q] ->
+     if
+     :: rc == ZOK && ngen[a] == cgen[CL(q)] && b == qgen[q] -> finish(q, R_OK)
+     :: rc == ZOK && !(ngen[a] == cgen[CL(q)] && b == qgen[q]) ->
+        printf("MSC: queue %d: node %d is not its session's, queued again\n", q, a);
+        nbg[a] = 1; requeue(q)
+     :: rc == ZNONODE -> requeue(q)
+     :: else -> wc[q] = 1           /* pause; resume lists, checks again */
+     fi
+  :: else
+  fi
+}
+
+/* verify_cb: reconnected while holding, our node is looked at again */
+inline on_verify(q) {
+  if
+  :: at == att[q] && ph[q] == Q_HELD ->
+     if
+     :: rc == ZOK -> arm_held_watch(q)
+     :: rc == ZNONODE -> lose(q)
+     :: else
+     fi
   :: else
   fi
 }
@@ -695,7 +816,16 @@ inline on_data_event(c, deleted) {
   :: else -> break
   od;
   if
-  :: wn[q] == a && wid[q] != 0 ->
+  :: wn[q] == a && wid[q] != 0 && ph[q] == Q_HELD ->
+     /* held_watch_cb (watch_held): deleted by another client */
+     assert(HELDW(q));
+     wid[q] = 0; wn[q] = NONE;
+     printf("MSC: queue %d: watch event on its held node %d\n", q, a);
+     if
+     :: deleted -> lose(q)
+     :: else -> arm_held_watch(q)     /* changed: watch again */
+     fi
+  :: wn[q] == a && wid[q] != 0 && ph[q] != Q_HELD ->
      assert(ph[q] == Q_WATCHING);
      wid[q] = 0; wn[q] = NONE;        /* zkr__q_watch_consumed */
      printf("MSC: queue %d: watch event on node %d\n", q, a);
@@ -745,6 +875,9 @@ inline on_session(c, ev) {
   :: q < c * QPC + QPC ->
      if
      :: ev == M_RECONN && ACQUIRING(q) && wc[q] -> resume(q)
+     :: ev == M_RECONN && ph[q] == Q_HELD && HELDW(q) ->
+        /* zkr__q_verify_held (SUSPECT after the SUSPENDED this implies) */
+        RQSEND(c)RQ_VERIFY,q,att[q],cgen[c],me[q],0
      :: ev == M_LOST && ph[q] == Q_HELD -> lose(q)
      :: ev == M_LOST && ACQUIRING(q) -> restart(q)
      :: ev == M_CONN && ACQUIRING(q) && wc[q] ->
@@ -818,8 +951,7 @@ inline guarded_write(q) {
      :: else -> break
      od;
      k = 0; j = 0;
-     printf("MSC: queue %d: guarded write committed\n", q);
-     commits++
+     printf("MSC: queue %d: guarded write committed\n", q)
   :: else      /* the check op fails: ZKR_ELOCKLOST, nothing written */
   fi
 }
@@ -836,6 +968,8 @@ inline guarded_write(q) {
   :: typ == RQ_LIST -> IBSEND(c)M_LIST,q,at,ZCONNLOSS,a,b,0 \
   :: typ == RQ_EXISTS -> IBSEND(c)M_EXISTS,q,at,ZCONNLOSS,b,g,0 \
   :: typ == RQ_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
+  :: typ == RQ_OWNER -> IBSEND(c)M_OWNER,q,at,ZCONNLOSS,a,g,b \
+  :: typ == RQ_VERIFY -> IBSEND(c)M_VERIFY,q,at,ZCONNLOSS,a,g,0 \
   fi
 
 #define OPT_C(i) :: c = i
@@ -937,7 +1071,9 @@ inline dispatch(c) {
   :: typ == M_DELETED -> on_data_event(c, 1)
   :: typ == M_CHANGED -> on_data_event(c, 0)
   :: typ == M_KIDS -> on_kids(c)
-  :: typ >= M_RECONN -> on_session(c, typ)
+  :: typ == M_OWNER -> on_owner(q)
+  :: typ == M_VERIFY -> on_verify(q)
+  :: typ >= M_RECONN && typ <= M_CONN -> on_session(c, typ)
   fi
 }
 
@@ -965,7 +1101,25 @@ end:
        :: else -> ust[c] = 2
        fi;
        res[c] = 0; RESET_LOCALS }
+#ifndef ELECTION
   :: atomic { ust[c] == 1 -> q = c; q_release(q); ust[c] = 2; RESET_LOCALS }
+#else
+  /* the election: a leader stays (a later term, after a loss queued again
+   * by the engine, makes its guarded write too: the result step above
+   * takes each new grant), or resigns once: leaves the leadership and
+   * joins again at the back (zkr_election_resign: release, then start) */
+  :: atomic { c < RESIGN && ust[c] == 1 && res[c] == 0 && ph[c] == Q_HELD && !rsg[c] ->
+       rsg[c] = 1; q = c;
+       printf("MSC: queue %d resigns\n", q);
+       q_release(q); q_start(q); RESET_LOCALS }
+  :: atomic { ust[c] == 1 && res[c] != 0 ->    /* a later term */
+       q = c;
+       if
+       :: res[c] == R_OK && ph[q] == Q_HELD -> guarded_write(q)
+       :: else
+       fi;
+       res[c] = 0; RESET_LOCALS }
+#endif
   od
 }
 #else
@@ -1114,6 +1268,11 @@ init {
 #define OTHER_L(k) + (nex[k] && npar[k] == 1 && k != me[1])
 #define FREE_L (WAITING(1) && MINE(1) && (0 FOR_N(OTHER_L)) + 1 <= LIMIT)
 ltl live { [] ((FREE_A -> <> !WAITING(0)) && (FREE_L -> <> !WAITING(1))) }
+#elif defined(ELECTION)
+/* and a leader whose node is gone (deleted by anyone, or its session's)
+ * eventually stops leading: watch_held, verify_held, LOST */
+#define DEPOSED (ph[0] == Q_HELD && me[0] != NONE && !nex[me[0]])
+ltl live { [] ((FREE_A -> <> !WAITING(0)) && (DEPOSED -> <> !DEPOSED)) }
 #else
 ltl live { [] (FREE_A -> <> !WAITING(0)) }
 #endif

@@ -9,7 +9,7 @@ if [ -z "$cf" ]; then
 fi
 cd "$srcdir" || exit 1
 files=$(ls lib/*.c lib/*.h include/zkr/*.h test/*.c test/*.h examples/*.c \
-  tools/*.c bench/*.c 2>/dev/null)
+  tools/*.c bench/*.c fuzz/*.c fuzz/*.h 2>/dev/null)
 n=0
 for f in $files; do n=$((n + 1)); done
 echo "1..$n"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t-model.sh - check model/queue.pml (the queue engine's Promela model)
-# with spin: for each configuration (mutex, rwlock, semaphore) an
+# with spin: for each configuration (mutex, rwlock, semaphore, election) an
 # exhaustive safety search (assertions: mutual exclusion by the policy,
 # guarded writes, no grant after a cancel) and the liveness search (a
 # waiter whose blockers are gone stops waiting, under weak fairness); then
@@ -8,9 +8,10 @@
 # counterexample. model/README.md says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
-# ZKR_TEST_TIMEOUT_MULTIPLIER > 1) and ZKR_MODEL_FAULTS
-# (default 0, the rwlock and semaphore runs) set the fault budget MAXF;
-# larger budgets take much longer (see model/README.md).
+# ZKR_TEST_TIMEOUT_MULTIPLIER > 1; also the election's run without a
+# resign) and ZKR_MODEL_FAULTS (default 0, the rwlock and semaphore runs
+# and the election's with a resign) set the fault budget MAXF; larger
+# budgets take much longer (see model/README.md).
 srcdir=${abs_top_srcdir:-${top_srcdir:-$(dirname "$0")/..}}
 model=$srcdir/model/queue.pml
 
@@ -40,7 +41,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..7"
+echo "1..10"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -71,9 +72,9 @@ fail_diag() {
   grep -E 'pan:|error|violated|depth' "$d/out" 2>/dev/null | head -n 10 | sed 's/^/# /'
 }
 
-check() { # NAME DESCRIPTION SPINFLAGS CCFLAGS PANARGS
+# verdict NAME DESCRIPTION: the TAP line of a finished search, numbered
+verdict() {
   n=$((n + 1))
-  pan_run "$1" "$3" "$4" "$5"
   if clean "$1"; then
     echo "ok $n - $2"
   else
@@ -87,28 +88,38 @@ live="-DCOLLAPSE -DNFAIR=3"
 sargs="-m200000 -w24"
 largs="-a -f -m200000 -w24"
 
-# the two longest searches side by side (one core each), the rest in turn
-pan_run mutex-live "-DMAXF=$fm -DLIVE" "$live" "$largs" >"$tmp/mutex-live.diag" &
-live_pid=$!
-check mutex-safety "mutex: safety, exhaustive (3 contenders, $fm fault(s))" \
-  "-DMAXF=$fm" "$safety" "$sargs"
-wait "$live_pid"
-cat "$tmp/mutex-live.diag"
-n=$((n + 1))
-if clean mutex-live; then
-  echo "ok $n - mutex: liveness under weak fairness (3 contenders, $fm fault(s))"
-else
-  echo "not ok $n - mutex: liveness under weak fairness (3 contenders, $fm fault(s))"
-  fail_diag mutex-live
-fi
-check rwlock-safety "rwlock: safety, exhaustive (3 contenders, $fo fault(s))" \
-  "-DRWLOCK -DMAXF=$fo" "$safety" "$sargs"
-check rwlock-live "rwlock: liveness under weak fairness (3 contenders, $fo fault(s))" \
-  "-DRWLOCK -DMAXF=$fo -DLIVE" "$live" "$largs"
-check semaphore-safety "semaphore (2 permits): safety, exhaustive (3 contenders, $fo fault(s))" \
-  "-DSEMAPHORE -DMAXF=$fo" "$safety" "$sargs"
-check semaphore-live "semaphore (2 permits): liveness under weak fairness (3 contenders, $fo fault(s))" \
-  "-DSEMAPHORE -DMAXF=$fo -DLIVE" "$live" "$largs"
+# The searches, NAME|DESCRIPTION|SPIN FLAGS|CC FLAGS|PAN ARGS, in two
+# lanes of about the same length (one core each); the verdicts are printed
+# in this order once both lanes are done.
+searches=(
+  "mutex-safety|mutex: safety, exhaustive (3 contenders, $fm fault(s))|-DMAXF=$fm|$safety|$sargs"
+  "mutex-live|mutex: liveness under weak fairness (3 contenders, $fm fault(s))|-DMAXF=$fm -DLIVE|$live|$largs"
+  "rwlock-safety|rwlock: safety, exhaustive (3 contenders, $fo fault(s))|-DRWLOCK -DMAXF=$fo|$safety|$sargs"
+  "rwlock-live|rwlock: liveness under weak fairness (3 contenders, $fo fault(s))|-DRWLOCK -DMAXF=$fo -DLIVE|$live|$largs"
+  "semaphore-safety|semaphore (2 permits): safety, exhaustive (3 contenders, $fo fault(s))|-DSEMAPHORE -DMAXF=$fo|$safety|$sargs"
+  "semaphore-live|semaphore (2 permits): liveness under weak fairness (3 contenders, $fo fault(s))|-DSEMAPHORE -DMAXF=$fo -DLIVE|$live|$largs"
+  # the election's latch: one contender may resign (leave, join again at
+  # the back), or, with the mutex's fault budget, none
+  "election-safety|election: safety, exhaustive (3 contenders, one may resign, $fo fault(s))|-DELECTION -DRESIGN=1 -DMAXF=$fo|$safety|$sargs"
+  "election-safety-f|election: safety, exhaustive (3 contenders, $fm fault(s))|-DELECTION -DRESIGN=0 -DMAXF=$fm|$safety|$sargs"
+  "election-live|election: liveness under weak fairness (3 contenders, one may resign, $fo fault(s))|-DELECTION -DRESIGN=1 -DMAXF=$fo -DLIVE|$live|$largs"
+)
+lane() { # lane INDEX...: run those searches in turn
+  local i name desc sf cf pa
+  for i in "$@"; do
+    IFS='|' read -r name desc sf cf pa <<<"${searches[i]}"
+    pan_run "$name" "$sf" "$cf" "$pa" >"$tmp/$name.diag"
+  done
+}
+lane 1 7 >/dev/null &   # the two longest (with faults)
+lane_pid=$!
+lane 0 2 3 4 5 6 8
+wait "$lane_pid"
+for i in "${!searches[@]}"; do
+  IFS='|' read -r name desc sf cf pa <<<"${searches[i]}"
+  cat "$tmp/$name.diag"
+  verdict "$name" "$desc"
+done
 
 # The checker can fail: without the wake-up check (a watch event taken as
 # the grant) a third party's setData on the holder's node, or a waiter

@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..91"
+echo "1..99"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -408,3 +408,42 @@ for w in "${vw[@]}"; do wait $w || st=1; done
 wait $h
 [ $st -eq 0 ]
 ok $? "each -v waiter gets the lock in turn"
+
+# --- --acl creator --auth USER:PASSWORD ---
+usage "--acl creator without --auth" --acl creator "$root/acl" -- true
+usage "--acl neither open nor creator" --acl closed "$root/acl" -- true
+usage "--auth without USER:" --auth secret "$root/acl" -- true
+"$zl" --acl creator --auth app:secret "$root/acl/l" -- sh -c "echo held >'$tmp/acl.held'; sleep 60" &
+ah=$!; pids+=($ah)
+wait_for 20 test -s "$tmp/acl.held"
+cat >"$tmp/acl.py" <<'PY'
+import sys, logging
+logging.disable(logging.CRITICAL)
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)
+p = sys.argv[2]
+out = []
+for path in [p] + [p + "/" + k for k in sorted(zk.get_children(p))]:
+    acls, _ = zk.get_acls(path)
+    out.append(",".join("%d:%s:%s" % (a.perms, a.id.scheme, a.id.id.split(":")[0]) for a in acls))
+zk.stop()
+print(" ".join(out))
+PY
+acls=$("$py" "$tmp/acl.py" "$hosts" "$root/acl/l" 2>&1)
+[ "$acls" = "31:digest:app,1:world:anyone 31:digest:app,1:world:anyone" ]
+ok $? "--acl creator: the lock path and the node it created are every right for app, read for anyone ($acls)"
+"$zl" "$root/acl/l" -- true 2>"$tmp/acl.err"
+st=$?
+[ $st -eq 69 ] && grep -q "not authorized" "$tmp/acl.err"
+ok $? "without the credentials another zkr-lock cannot queue: exit 69, $(head -1 "$tmp/acl.err")"
+"$zl" --auth intruder:pw --acl creator "$root/acl/l" -- true 2>"$tmp/acl2.err"
+st=$?
+[ $st -eq 69 ] && grep -q "not authorized" "$tmp/acl2.err"
+ok $? "nor with other credentials (exit $st)"
+"$zl" --auth app:secret --acl creator -t 0 "$root/acl/l" -- true 2>/dev/null
+st=$?
+[ $st -eq 1 ]
+ok $? "with the same credentials it queues and, trying once, is refused as usual (exit $st)"
+kill -TERM $ah; wait $ah 2>/dev/null
+[ "$("$py" "$tmp/acl.py" "$hosts" "$root/acl/l" 2>&1)" = "31:digest:app,1:world:anyone" ]
+ok $? "once the holder is gone no node is left"

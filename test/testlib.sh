@@ -80,6 +80,19 @@ wait_for() { # wait_for SECONDS CMD...
   while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.05; done
   return 1
 }
+# term_blocked PID NAME: the process is the program NAME itself (not
+# libtool's wrapper script, a bash that blocks SIGTERM around each of its
+# forks) and one of its threads has SIGTERM (15, bit 0x4000) blocked (the
+# main thread's mask shows it unblocked while it waits in sigtimedwait)
+term_blocked() {
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] || return 1
+  local t m
+  for t in /proc/"$1"/task/*/status; do
+    m=$(awk '/^SigBlk:/ {print $2}' "$t" 2>/dev/null) || continue
+    [ -n "$m" ] && [ $((0x$m & 0x4000)) -ne 0 ] && return 0
+  done
+  return 1
+}
 # pid_gone PID: the process no longer exists (or is a zombie awaiting reaping)
 pid_gone() {
   [ ! -e "/proc/$1" ] && return 0

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,11 +24,23 @@
 
 extern char **environ;
 
-/* "prog: MESSAGE" on stderr. */
+/* "prog: MESSAGE" on stderr, whole (a message quoting a long argument
+ * was once cut at a fixed size, even inside a UTF-8 character). */
 static void vmsg(const char *fmt, va_list ap) {
-  char buf[2048];
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  fprintf(stderr, "%s: %s\n", prog, buf);
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (buf) {
+    vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    fprintf(stderr, "%s: %s\n", prog, buf);
+    free(buf);
+  } else {
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+  }
 }
 
 void usage_error(const char *fmt, ...) {
@@ -76,9 +89,9 @@ void option_error(int c, char *const argv[], const struct option *longopts) {
     usage_error("option '%s' needs an argument", esc(last));
   }
   if (optopt == 0) {
-    char name[64];
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(last, "="), last);
-    usage_error("unknown option '%s'", esc(name));
+    /* the name as written, up to its '=' (esc() adds none) */
+    const char *e = esc(last);
+    usage_error("unknown option '%.*s'", (int)strcspn(e, "="), e);
   }
   if (lo && lo->val == optopt && lo->has_arg == no_argument &&
       strchr(last, '='))
@@ -171,11 +184,36 @@ int utf8_seq(const unsigned char *p, uint32_t *cp) {
   return n;
 }
 
+/* esc()'s last four results, per thread (zkr-exporter escapes on its HTTP
+ * threads and on main), freed when the thread ends. */
+struct esc_slots {
+  char *slot[4];
+  unsigned next;
+};
+static pthread_key_t esc_key;
+static pthread_once_t esc_once = PTHREAD_ONCE_INIT;
+static void esc_slots_free(void *p) {
+  struct esc_slots *e = p;
+  for (int i = 0; i < 4; i++)
+    free(e->slot[i]);
+  free(e);
+}
+static void esc_key_make(void) {
+  pthread_key_create(&esc_key, esc_slots_free);
+}
+
 const char *esc(const char *s) {
-  static char *slot[4];
-  static unsigned next;
   if (!s)
     return "(null)";
+  pthread_once(&esc_once, esc_key_make);
+  struct esc_slots *e = pthread_getspecific(esc_key);
+  if (!e) {
+    e = calloc(1, sizeof *e);
+    if (!e || pthread_setspecific(esc_key, e) != 0) {
+      free(e);
+      return "(out of memory)";
+    }
+  }
   size_t len = strlen(s);
   char *out = malloc(len * 4 + 1);
   if (!out)
@@ -207,8 +245,8 @@ const char *esc(const char *s) {
     }
   }
   out[k] = '\0';
-  free(slot[next % 4]);
-  slot[next++ % 4] = out;
+  free(e->slot[e->next % 4]);
+  e->slot[e->next++ % 4] = out;
   return out;
 }
 
@@ -262,7 +300,16 @@ int parse_owner(const char *data, struct owner *o) {
     return 1;
   if (strncmp(end, " id=", 4) != 0)
     return 0;
-  snprintf(o->id, sizeof o->id, "%s", end + 4);
+  /* cut to fit between two UTF-8 characters, not inside one */
+  const char *id = end + 4;
+  size_t n = strlen(id);
+  if (n >= sizeof o->id) {
+    n = sizeof o->id - 1;
+    while (n > 0 && ((unsigned char)id[n] & 0xc0) == 0x80)
+      n--;
+  }
+  memcpy(o->id, id, n);
+  o->id[n] = '\0';
   return 1;
 }
 
@@ -310,6 +357,8 @@ void run_opts_init(struct run_opts *o) {
   o->connect_ms = 10000;
   o->id = NULL;
   o->kill_after_ms = 10000;
+  o->acl_creator = 0;
+  o->auth = NULL;
 }
 
 int run_opt(struct run_opts *o, int c, const char *arg) {
@@ -337,6 +386,19 @@ int run_opt(struct run_opts *o, int c, const char *arg) {
                   "0 or at least 0.001 (1 ms)",
                   esc(arg));
     return 1;
+  case OPT_ACL:
+    if (strcmp(arg, "open") != 0 && strcmp(arg, "creator") != 0)
+      usage_error("invalid --acl '%s': open or creator", esc(arg));
+    o->acl_creator = strcmp(arg, "creator") == 0;
+    return 1;
+  case OPT_AUTH: {
+    const char *colon = strchr(arg, ':');
+    if (!colon || colon == arg)
+      usage_error("invalid --auth '%s': USER:PASSWORD (the digest scheme)",
+                  esc(arg));
+    o->auth = arg;
+    return 1;
+  }
   case 'v':
     verbose++;
     return 1;
@@ -449,8 +511,15 @@ int run_session(const struct run_opts *o, int renew, zkr_session **out) {
   if (verbose > 1)
     zkr_set_log_hook(zkr_log_stderr, verbose > 2 ? ZKR_LOG_INFO : ZKR_LOG_WARN,
                      NULL);
+  if (o->acl_creator && !o->auth)
+    usage_error("--acl creator needs --auth USER:PASSWORD: the nodes get "
+                "every right for those credentials only");
   zkr_session_opts *so = NULL;
   int rc = zkr_session_opts_new(&so);
+  if (rc == ZKR_OK && o->auth)
+    rc = zkr_session_opts_add_auth(so, "digest", o->auth);
+  if (rc == ZKR_OK && o->acl_creator)
+    rc = zkr_session_opts_set_acl(so, ZKR_ACL_CREATOR);
   if (rc == ZKR_OK)
     rc = zkr_session_opts_set_session_timeout(so, (int)o->session_ms);
   if (rc == ZKR_OK)

@@ -48,7 +48,7 @@ int utf8_seq(const unsigned char *p, uint32_t *cp);
 /* @s made safe to print in a message: control characters (C0, DEL, C1),
  * invalid UTF-8 bytes and the backslash become \n, \t, \r, \\ or \xNN;
  * valid printable UTF-8 stays as is. The result lives until four more
- * calls; NULL gives "(null)". */
+ * calls in the same thread; NULL gives "(null)". */
 const char *esc(const char *s);
 /* @s as a JSON string literal on @f: valid UTF-8 as is; '"', '\\' and
  * control characters (U+0000-001F, U+007F-009F) escaped as JSON requires;
@@ -63,7 +63,8 @@ struct owner {
   long pid;
   char id[512];
 };
-/* @data's fields into *@o; 0 if @data is not in that form. */
+/* @data's fields into *@o; 0 if @data is not in that form. An id longer
+ * than the field is cut between two UTF-8 characters. */
 int parse_owner(const char *data, struct owner *o);
 /* ,"host":H,"pid":P,"id":I on @f: the members of a JSON object. */
 void json_owner(FILE *f, const struct owner *o);
@@ -84,13 +85,23 @@ int exit_for(int rc);
 
 /* The options zkr-lock and zkr-elect share; CLI_RUN_LONGOPTS in their
  * struct option arrays, "s:vV" in their short options. */
-enum { OPT_SESSION = 256, OPT_CONNECT, OPT_ID, OPT_KILL_AFTER, OPT_NEXT };
+enum {
+  OPT_SESSION = 256,
+  OPT_CONNECT,
+  OPT_ID,
+  OPT_KILL_AFTER,
+  OPT_ACL,
+  OPT_AUTH,
+  OPT_NEXT
+};
 #define CLI_RUN_LONGOPTS                                                       \
   {"servers", required_argument, NULL, 's'},                                   \
       {"session-timeout", required_argument, NULL, OPT_SESSION},               \
       {"connect-timeout", required_argument, NULL, OPT_CONNECT},               \
       {"id", required_argument, NULL, OPT_ID},                                 \
       {"kill-after", required_argument, NULL, OPT_KILL_AFTER},                 \
+      {"acl", required_argument, NULL, OPT_ACL},                               \
+      {"auth", required_argument, NULL, OPT_AUTH},                             \
       {"verbose", no_argument, NULL, 'v'}, {                                   \
     "version", no_argument, NULL, 'V'                                          \
   }
@@ -100,6 +111,8 @@ struct run_opts {
   long connect_ms;       /* --connect-timeout: 10000 */
   const char *id;        /* --id: NULL */
   int64_t kill_after_ms; /* --kill-after: 10000 */
+  int acl_creator;       /* --acl creator (open: 0) */
+  const char *auth;      /* --auth USER:PASSWORD (digest): NULL */
 };
 void run_opts_init(struct run_opts *o);
 /* Takes the shared option @c with @arg: 1 if it was one (a bad value is a

@@ -25,6 +25,10 @@
  * one while COMMAND runs is passed on, and zkr-elect exits with COMMAND's
  * status once it has ended.
  *
+ * --stats prints on stderr, at exit, how long zkr-elect waited to lead
+ * and led (summed over the terms with --requeue), as it measured them,
+ * and how it ended; one JSON object with --json.
+ *
  * Exit status: COMMAND's (128+N if a signal N ended it); --leader: 0 a
  * leader, 1 none; 64 usage; 69 no server reachable (or ZooKeeper refused);
  * 70 internal error; 75 leadership lost (COMMAND was terminated) or the
@@ -72,19 +76,27 @@ static void help(void) {
       "  -o, --observe              print the leader, then one line per "
       "change\n"
       "                             of leader, until interrupted\n"
-      "  -j, --json                 JSON output for --leader and --observe\n"
+      "  -j, --json                 JSON output for --leader, --observe and\n"
+      "                             --stats\n"
       "  -s, --servers HOSTS        ZooKeeper connection string (default:\n"
       "                             $ZKR_SERVERS, else 127.0.0.1:2181)\n"
       "      --session-timeout MS   ZooKeeper session timeout, 100 to\n"
       "                             1073741823 (default 10000)\n"
       "      --connect-timeout MS   how long to try to reach a server\n"
       "                             (default 10000; then exit 69)\n"
+      "      --auth USER:PASSWORD   digest credentials for the session\n"
+      "      --acl open|creator     ACL of the nodes created: open to anyone\n"
+      "                             (default), or every right for --auth's\n"
+      "                             credentials and read for anyone\n"
       "      --id TEXT              participant id stored in its node\n"
       "                             (default: COMMAND's name)\n"
       "      --kill-after SECONDS   if leadership is lost, SIGKILL COMMAND\n"
       "                             this long after SIGTERM (default 10)\n"
       "  -v, --verbose              progress on stderr; -vv adds the\n"
       "                             library's warnings, -vvv its log\n"
+      "      --stats                at exit, how long it waited to lead and\n"
+      "                             led, and how it ended, on stderr (JSON\n"
+      "                             with --json)\n"
       "  -h, --help                 this help\n"
       "  -V, --version              print the zkr version\n"
       "\n"
@@ -195,6 +207,96 @@ static int observe(zkr_session *s, const char *path, int sfd) {
   return sig ? die_by_signal(sig) : EX_SOFTWARE;
 }
 
+/* ---- --stats ---- */
+
+static struct {
+  int on;
+  const char *path;
+  int64_t waiting_since; /* now_ms() when the current wait began; -1 */
+  int64_t leading_since; /* when the current term began; -1 */
+  int64_t wait_total, hold_total, wait_max, hold_max;
+  int terms;
+  int64_t token;
+  char node[2048];
+} stats = {0, NULL, -1, -1, 0, 0, 0, 0, 0, 0, ""};
+
+/* A term begins: the wait before it ends. */
+static void stats_lead(int64_t token, const char *node) {
+  int64_t now = now_ms();
+  if (stats.waiting_since >= 0) {
+    int64_t w = now - stats.waiting_since;
+    stats.wait_total += w;
+    if (w > stats.wait_max)
+      stats.wait_max = w;
+  }
+  stats.waiting_since = -1;
+  stats.leading_since = now;
+  stats.token = token;
+  snprintf(stats.node, sizeof stats.node, "%s", node);
+}
+
+/* The term ends (COMMAND ended or was ended). */
+static void stats_term_end(void) {
+  if (stats.leading_since < 0)
+    return;
+  int64_t h = now_ms() - stats.leading_since;
+  stats.hold_total += h;
+  if (h > stats.hold_max)
+    stats.hold_max = h;
+  stats.leading_since = -1;
+  stats.terms++;
+}
+
+/* With --stats, the figures on stderr: @outcome (ended, lost,
+ * interrupted, error) and the exit status @code. Returns @code. */
+static int stats_end(const char *outcome, int code) {
+  if (!stats.on)
+    return code;
+  stats_term_end();
+  int queued = stats.waiting_since >= 0 || stats.terms > 0;
+  if (stats.waiting_since >= 0) {
+    int64_t w = now_ms() - stats.waiting_since;
+    stats.wait_total += w;
+    if (w > stats.wait_max)
+      stats.wait_max = w;
+    stats.waiting_since = -1;
+  }
+  if (json) {
+    fprintf(stderr, "{\"tool\":\"zkr-elect\",\"path\":");
+    json_string(stderr, stats.path);
+    fprintf(stderr, ",\"outcome\":\"%s\",\"led\":%s,\"terms\":%d", outcome,
+            stats.terms ? "true" : "false", stats.terms);
+    if (queued)
+      fprintf(stderr, ",\"wait_ms\":%lld,\"max_wait_ms\":%lld",
+              (long long)stats.wait_total, (long long)stats.wait_max);
+    else
+      fprintf(stderr, ",\"wait_ms\":null,\"max_wait_ms\":null");
+    if (stats.terms) {
+      fprintf(stderr,
+              ",\"hold_ms\":%lld,\"max_hold_ms\":%lld,\"token\":%lld,"
+              "\"node\":",
+              (long long)stats.hold_total, (long long)stats.hold_max,
+              (long long)stats.token);
+      json_string(stderr, stats.node);
+    } else {
+      fprintf(stderr, ",\"hold_ms\":null,\"max_hold_ms\":null,\"token\":null,"
+                      "\"node\":null");
+    }
+    fprintf(stderr, ",\"exit_status\":%d}\n", code);
+    return code;
+  }
+  char w[48] = "not queued", h[64] = "never led";
+  if (queued)
+    snprintf(w, sizeof w, "waited %.3f s", (double)stats.wait_total / 1000.0);
+  if (stats.terms)
+    snprintf(h, sizeof h, "led %.3f s in %d term%s",
+             (double)stats.hold_total / 1000.0, stats.terms,
+             stats.terms == 1 ? "" : "s");
+  msg("stats: %s: %s, %s; %s, exit status %d", esc(stats.path), w, h, outcome,
+      code);
+  return code;
+}
+
 /* ---- taking part ---- */
 
 static atomic_int changed; /* the listener was called */
@@ -285,37 +387,40 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
       usage_error("invalid election path '%s': %s", esc(path),
                   zkr_strerror(rc));
     msg("%s", zkr_strerror(rc));
-    return EX_SOFTWARE;
+    return stats_end("error", EX_SOFTWARE);
   }
+  stats.waiting_since = now_ms();
   rc = zkr_election_start(e);
   if (rc != ZKR_OK) {
     msg("cannot join the election at %s: %s", path, zkr_strerror(rc));
     leave(e, s);
-    return exit_for(rc);
+    return stats_end("error", exit_for(rc));
   }
   for (;;) {
     int err = ZKR_OK;
     int sig = await_leading(e, path, sfd, &err);
     if (sig > 0) {
       leave(e, s);
+      stats_end("interrupted", 128 + sig);
       return die_by_signal(sig); /* as the signal would have */
     }
     if (sig < 0) {
       msg("cannot join the election at %s: %s", path, zkr_strerror(err));
       leave(e, s);
-      return exit_for(err);
+      return stats_end("error", exit_for(err));
     }
     int64_t token = zkr_election_fencing_token(e);
     char node[2048];
     if (token == 0 || zkr_election_node(e, node, sizeof node) != ZKR_OK)
       continue; /* lost at once: wait again */
+    stats_lead(token, node);
     if (verbose)
       msg("running %s (token %lld, node %s)", cmd[0], (long long)token, node);
     char **env = child_env("ZKR_LEADER_NODE", token, node);
     if (!env) {
       msg("out of memory");
       leave(e, s);
-      return EX_SOFTWARE;
+      return stats_end("error", EX_SOFTWARE);
     }
     int64_t started = now_ms();
     struct term t = {e, path, cmd[0]};
@@ -328,6 +433,7 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
                           .lost_fn = elect_lost,
                           .ud = &t};
     int code = run_command(&run);
+    stats_term_end();
     free_env(env);
     int lost = run.lost;
     if (!lost && !zkr_election_is_leader(e)) {
@@ -340,7 +446,7 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
           lost ? ", leadership lost" : "");
     if (!requeue || run.forwarded) {
       leave(e, s);
-      return lost ? EX_TEMPFAIL : code;
+      return lost ? stats_end("lost", EX_TEMPFAIL) : stats_end("ended", code);
     }
     /* --requeue: give leadership up if still leading, and queue again at
      * the back; after a loss the latch has queued again by itself. */
@@ -349,15 +455,16 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
       if (rc != ZKR_OK) {
         msg("cannot queue again at %s: %s", path, zkr_strerror(rc));
         leave(e, s);
-        return exit_for(rc);
+        return stats_end("error", exit_for(rc));
       }
       if (verbose)
         msg("resigned; queued again at %s", path);
     }
+    stats.waiting_since = now_ms();
   }
 }
 
-enum { OPT_REQUEUE = OPT_NEXT, OPT_KEEP };
+enum { OPT_REQUEUE = OPT_NEXT, OPT_KEEP, OPT_STATS };
 
 int main(int argc, char **argv) {
   struct run_opts ro;
@@ -371,6 +478,7 @@ int main(int argc, char **argv) {
       {"leader", no_argument, NULL, 'l'},
       {"observe", no_argument, NULL, 'o'},
       {"json", no_argument, NULL, 'j'},
+      {"stats", no_argument, NULL, OPT_STATS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   opterr = 0;
@@ -395,6 +503,9 @@ int main(int argc, char **argv) {
     case 'j':
       json = 1;
       break;
+    case OPT_STATS:
+      stats.on = 1;
+      break;
     case 'h':
       help();
       return 0;
@@ -414,9 +525,12 @@ int main(int argc, char **argv) {
       usage_error("--requeue and --keep-on-suspend go with a COMMAND, not "
                   "with --%s",
                   mode == 'l' ? "leader" : "observe");
+    if (stats.on)
+      usage_error("--stats goes with a COMMAND, not with --%s",
+                  mode == 'l' ? "leader" : "observe");
   } else {
-    if (json)
-      usage_error("--json goes with --leader or --observe");
+    if (json && !stats.on)
+      usage_error("--json goes with --leader, --observe or --stats");
     if (optind < argc && strcmp(argv[optind], "--") == 0)
       optind++;
     if (optind >= argc)
@@ -426,6 +540,7 @@ int main(int argc, char **argv) {
   if (path[0] != '/')
     usage_error("invalid election path '%s': %s", esc(path),
                 zkr_strerror(ZKR_EBADPATH));
+  stats.path = path;
 
   sigset_t oldmask;
   int sfd = signals_setup(&oldmask);
@@ -448,7 +563,7 @@ int main(int argc, char **argv) {
     if (rc != ZKR_OK) {
       msg("%s", zkr_strerror(rc));
       zkr_election_opts_free(eo);
-      return EX_SOFTWARE;
+      return stats_end("error", EX_SOFTWARE);
     }
   }
 
@@ -456,7 +571,7 @@ int main(int argc, char **argv) {
   int code = run_session(&ro, mode != 'l', &s);
   if (code != 0) {
     zkr_election_opts_free(eo);
-    return code;
+    return stats_end("error", code);
   }
   if (mode == 'l') {
     code = show_leader(s, path);

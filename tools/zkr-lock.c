@@ -35,6 +35,10 @@
  * session ended; while COMMAND ran: COMMAND was terminated); 126/127
  * COMMAND could not be run. A signal that ends the wait ends zkr-lock with
  * that signal after it left the queue.
+ *
+ * --stats prints on stderr, at exit, how long zkr-lock waited for the
+ * lock and held it (as it measured them, on the monotonic clock), and
+ * how it ended; one JSON object with --json.
  */
 #include "config.h"
 
@@ -229,6 +233,10 @@ static void help(void) {
       "                             1073741823 (default 10000)\n"
       "      --connect-timeout MS   how long to try to reach a server\n"
       "                             (default 10000; then exit 69)\n"
+      "      --auth USER:PASSWORD   digest credentials for the session\n"
+      "      --acl open|creator     ACL of the nodes created: open to anyone\n"
+      "                             (default), or every right for --auth's\n"
+      "                             credentials and read for anyone\n"
       "      --id TEXT              contender id stored in the lock node\n"
       "                             (default: COMMAND's name)\n"
       "      --kill-after SECONDS   if the lock is lost, SIGKILL COMMAND this\n"
@@ -236,6 +244,10 @@ static void help(void) {
       "  -v, --verbose              progress on stderr (contenders ahead,\n"
       "                             acquired, released); -vv adds the\n"
       "                             library's warnings, -vvv its log\n"
+      "      --stats                at exit, how long the lock was waited\n"
+      "                             for and held, and how it ended, on\n"
+      "                             stderr\n"
+      "      --json                 --stats as one JSON object\n"
       "  -h, --help                 this help\n"
       "  -V, --version              print the zkr version\n"
       "\n"
@@ -245,6 +257,72 @@ static void help(void) {
       "not acquired in time; 64 usage; 69 no server reachable; 75 lock lost\n"
       "(COMMAND was terminated); 126/127 COMMAND could not be run.\n",
       prog, ZKR_SEMAPHORE_MAX);
+}
+
+/* ---- --stats ---- */
+
+static struct {
+  int on, json;
+  const char *path;
+  int64_t queued;   /* now_ms() when the acquisition began; -1: never */
+  int64_t granted;  /* when it was acquired; -1: not acquired */
+  int64_t released; /* when it was released; -1: not (yet) */
+  int64_t token;
+  char node[2048];
+} stats = {0, 0, NULL, -1, -1, -1, 0, ""};
+
+/* The kind of lock, for --stats. */
+static const char *stats_lock(void) {
+  return lk.permits       ? "semaphore"
+         : lk.side == 'r' ? "read"
+         : lk.side == 'w' ? "write"
+                          : "mutex";
+}
+
+/* With --stats, the figures on stderr: @outcome (released, lost,
+ * not-acquired, interrupted, error) and the exit status @code. Returns
+ * @code. */
+static int stats_end(const char *outcome, int code) {
+  if (!stats.on)
+    return code;
+  int64_t end = now_ms();
+  int64_t wait = stats.queued < 0     ? -1
+                 : stats.granted >= 0 ? stats.granted - stats.queued
+                                      : end - stats.queued;
+  int64_t hold = stats.granted < 0     ? -1
+                 : stats.released >= 0 ? stats.released - stats.granted
+                                       : end - stats.granted;
+  if (stats.json) {
+    fprintf(stderr, "{\"tool\":\"zkr-lock\",\"path\":");
+    json_string(stderr, stats.path);
+    fprintf(stderr, ",\"lock\":\"%s\"", stats_lock());
+    if (lk.permits)
+      fprintf(stderr, ",\"permits\":%ld", lk.permits);
+    fprintf(stderr, ",\"outcome\":\"%s\",\"acquired\":%s", outcome,
+            stats.granted >= 0 ? "true" : "false");
+    if (wait >= 0)
+      fprintf(stderr, ",\"wait_ms\":%lld", (long long)wait);
+    else
+      fprintf(stderr, ",\"wait_ms\":null");
+    if (hold >= 0) {
+      fprintf(stderr,
+              ",\"hold_ms\":%lld,\"token\":%lld,\"node\":", (long long)hold,
+              (long long)stats.token);
+      json_string(stderr, stats.node);
+    } else {
+      fprintf(stderr, ",\"hold_ms\":null,\"token\":null,\"node\":null");
+    }
+    fprintf(stderr, ",\"exit_status\":%d}\n", code);
+    return code;
+  }
+  char w[48] = "not queued", h[48] = "not acquired";
+  if (wait >= 0)
+    snprintf(w, sizeof w, "waited %.3f s", (double)wait / 1000.0);
+  if (hold >= 0)
+    snprintf(h, sizeof h, "held %.3f s", (double)hold / 1000.0);
+  msg("stats: %s: %s, %s; %s, exit status %d", esc(stats.path), w, h, outcome,
+      code);
+  return code;
 }
 
 static void on_acquired(void *lock, int rc, void *ud) {
@@ -292,7 +370,7 @@ static int lock_lost(pid_t group, void *ud) {
   return 0;
 }
 
-enum { OPT_PERMITS = OPT_NEXT };
+enum { OPT_PERMITS = OPT_NEXT, OPT_STATS, OPT_JSON };
 
 int main(int argc, char **argv) {
   struct run_opts ro;
@@ -310,6 +388,8 @@ int main(int argc, char **argv) {
       {"write", no_argument, NULL, 'w'},
       {"exclusive", no_argument, NULL, 'w'},
       {"permits", required_argument, NULL, OPT_PERMITS},
+      {"stats", no_argument, NULL, OPT_STATS},
+      {"json", no_argument, NULL, OPT_JSON},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int c;
@@ -344,6 +424,12 @@ int main(int argc, char **argv) {
                     "semaphore, a plain decimal from 1 to %d",
                     esc(optarg), ZKR_SEMAPHORE_MAX);
       break;
+    case OPT_STATS:
+      stats.on = 1;
+      break;
+    case OPT_JSON:
+      stats.json = 1;
+      break;
     default:
       option_error(c, argv, longopts);
     }
@@ -351,9 +437,12 @@ int main(int argc, char **argv) {
   if (lk.permits && lk.side)
     usage_error("--permits (a lease of the semaphore) and --read/--write "
                 "(a side of the read-write lock) exclude each other");
+  if (stats.json && !stats.on)
+    usage_error("--json goes with --stats");
   if (optind >= argc)
     usage_error("missing PATH");
   const char *path = argv[optind++];
+  stats.path = path;
   if (optind < argc && strcmp(argv[optind], "--") == 0)
     optind++;
   if (optind >= argc)
@@ -374,14 +463,14 @@ int main(int argc, char **argv) {
   if (rc != ZKR_OK) {
     msg("%s", zkr_strerror(rc));
     lock_opts_free();
-    return EX_SOFTWARE;
+    return stats_end("error", EX_SOFTWARE);
   }
 
   zkr_session *s = NULL;
   int code = run_session(&ro, 1, &s);
   if (code != 0) {
     lock_opts_free();
-    return code;
+    return stats_end("error", code);
   }
   rc = lock_new(s, path);
   if (rc != ZKR_OK) {
@@ -389,17 +478,19 @@ int main(int argc, char **argv) {
     if (rc == ZKR_EBADPATH)
       usage_error("invalid lock path '%s': %s", esc(path), zkr_strerror(rc));
     msg("%s", zkr_strerror(rc));
-    return EX_SOFTWARE;
+    return stats_end("error", EX_SOFTWARE);
   }
 
   /* ---- wait for the lock ---- */
   int64_t t0 = now_ms();
+  stats.queued = t0;
   rc = lock_acquire_async(timeout_ms);
   if (rc != ZKR_OK) {
     msg("cannot start acquiring %s: %s", path, zkr_strerror(rc));
     lock_free();
     zkr_session_close(s);
-    return rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE;
+    return stats_end("error",
+                     rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE);
   }
   int got_signal = 0;
   char last_said[128] = "";
@@ -449,8 +540,10 @@ int main(int argc, char **argv) {
   if (got_signal || arc != ZKR_OK) {
     lock_free(); /* leaves the queue: our node is deleted */
     zkr_session_close(s);
-    if (got_signal)
+    if (got_signal) {
+      stats_end("interrupted", 128 + got_signal);
       return die_by_signal(got_signal); /* as the signal would have */
+    }
     if (arc == ZKR_ETIMEDOUT || arc == ZKR_EWOULDBLOCK) {
       if (verbose && lk.permits)
         msg("no lease of %s is free (%ld permits); not "
@@ -459,15 +552,18 @@ int main(int argc, char **argv) {
       else if (verbose)
         msg("%s is held by another; not acquired %s", path,
             timeout_ms == 0 ? "(tried once)" : "in time");
-      return (int)conflict;
+      return stats_end("not-acquired", (int)conflict);
     }
     msg("cannot acquire %s: %s", path, zkr_strerror(arc));
-    return exit_for(arc);
+    return stats_end("error", exit_for(arc));
   }
 
+  stats.granted = now_ms();
   int64_t token = lock_token();
   char node[2048];
   lock_node(node, sizeof node);
+  stats.token = token;
+  snprintf(stats.node, sizeof stats.node, "%s", node);
   if (verbose)
     msg("acquired %s after %.3f s (token %lld, node %s)", path,
         (double)(now_ms() - t0) / 1000.0, (long long)token, node);
@@ -478,7 +574,7 @@ int main(int argc, char **argv) {
     msg("out of memory");
     lock_free();
     zkr_session_close(s);
-    return EX_SOFTWARE;
+    return stats_end("error", EX_SOFTWARE);
   }
   int64_t started = now_ms();
   struct watch wt = {path, cmd[0], 0};
@@ -510,6 +606,7 @@ int main(int argc, char **argv) {
         lk.permits ? "lease of" : "lock", path, cmd[0]);
   }
   int rrc = lock_release();
+  stats.released = now_ms();
   if (verbose && rrc == ZKR_OK)
     msg("released %s after %.3f s", path,
         (double)(now_ms() - started) / 1000.0);
@@ -523,7 +620,7 @@ int main(int argc, char **argv) {
     if (verbose)
       msg("%s ended with status %d after the %s was lost", cmd[0], code,
           lock_noun());
-    return EX_TEMPFAIL;
+    return stats_end("lost", EX_TEMPFAIL);
   }
-  return code;
+  return stats_end("released", code);
 }

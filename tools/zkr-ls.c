@@ -14,19 +14,34 @@
  * LeaderLatch nodes, "...-latch-<seq>", maybe with selector "-lock-"
  * nodes among them) is shown as one: its participants in order, the
  * leader first. Read-only: it creates, changes and watches nothing.
+ * --watch [SECONDS] shows the listing again every SECONDS (2), in place on
+ * a terminal, as blocks one after the other otherwise, until SIGINT or
+ * SIGTERM (exit 0). --prometheus [ROOT] shows every lock under ROOT (/)
+ * as metrics in Prometheus's text exposition format, computed from the
+ * nodes alone, on stdout or, with -o FILE, into FILE replaced atomically
+ * (node_exporter's textfile collector). zkr-exporter (zkr-exporter.c)
+ * includes this file with main() renamed and serves the same metrics
+ * over HTTP.
  * Exit status: 0; 2 -r listed the rest but skipped some subtrees; 64 usage;
  * 69 no server reachable; 1 another error.
  */
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <zkr/zkr.h>
 
@@ -36,8 +51,15 @@ const char *prog = "zkr-ls";
 static int json;
 static int64_t op_timeout_ms = 10000;
 static int locks_shown;
-static int skipped;  /* -r left out a subtree */
+static int skipped;  /* -r left out this many subtrees */
 static long permits; /* --permits: the limit of the semaphores; 0 unknown */
+/* Monotonic time (now_ms()) by which a listing must end; 0: none. */
+static int64_t deadline;
+/* Errors and warnings go to msgs[] instead of stderr (--watch shows them
+ * in its block; zkr-exporter logs them when they change). */
+static int quiet;
+static char msgs[2048];
+static size_t msgs_len;
 
 /* What is shown for one path: the contenders of a lock, of a
  * semaphore its lease nodes ("leases/NAME") and then the contenders
@@ -55,6 +77,7 @@ struct view {
 
 static void help(void) {
   printf("Usage: %s [options] PATH\n"
+         "       %s --prometheus [-o FILE] [options] [ROOT]\n"
          "Show the queue of the lock at PATH: position, role, sequence,\n"
          "fencing token, owner session, the contender's id, host and pid,\n"
          "how long ago it queued, and its node name. A semaphore shows its\n"
@@ -64,6 +87,14 @@ static void help(void) {
          "                            $ZKR_SERVERS, else 127.0.0.1:2181)\n"
          "  -r, --recursive           every lock in the tree under PATH\n"
          "  -j, --json                JSON output\n"
+         "      --watch [SECONDS]     show it again every SECONDS (default 2,\n"
+         "                            at least 0.1), in place on a terminal,\n"
+         "                            until interrupted\n"
+         "      --prometheus          every lock, read-write lock, semaphore\n"
+         "                            and election under PATH (default /) as\n"
+         "                            Prometheus metrics\n"
+         "  -o, --output FILE         with --prometheus: write FILE (replaced\n"
+         "                            atomically) instead of stdout\n"
          "      --permits N           the limit of a semaphore at PATH, to\n"
          "                            tell its waiting lease node (1 to %d)\n"
          "      --connect-timeout MS  how long to try to reach a server\n"
@@ -74,7 +105,7 @@ static void help(void) {
          "Exit status: 0; 2 with -r, some subtrees could not be listed and\n"
          "were skipped (warnings on stderr; the rest was listed); 64 usage;\n"
          "69 no server reachable; 1 other errors.\n",
-         prog, ZKR_SEMAPHORE_MAX);
+         prog, prog, ZKR_SEMAPHORE_MAX);
 }
 
 static int64_t wall_ms(void) {
@@ -104,6 +135,21 @@ static void shown_data(const char *data, char *buf, size_t len) {
   buf[k] = '\0';
 }
 
+/* @s for a column of the table: escaped as messages are (node data may
+ * hold control characters), at most @len - 1 bytes, cut between two UTF-8
+ * characters. */
+static void column(char *buf, size_t len, const char *s) {
+  const char *e = esc(s);
+  size_t n = strlen(e);
+  if (n >= len) {
+    n = len - 1;
+    while (n > 0 && ((unsigned char)e[n] & 0xc0) == 0x80)
+      n--;
+  }
+  memcpy(buf, e, n);
+  buf[n] = '\0';
+}
+
 static void fmt_age(int64_t ms, char *buf, size_t len) {
   if (ms < 0)
     ms = 0;
@@ -122,6 +168,21 @@ static int ends_with_at(const char *name, size_t end, const char *marker) {
   return end >= ml && memcmp(name + end - ml, marker, ml) == 0;
 }
 
+/* Does @marker stand right before the sequence number that @name ends
+ * with? "%010d" writes ten characters ("0000000042", "-000000005"), but
+ * eleven below -999999999 ("-1000000005", without a leading zero): the
+ * readers and writers of a lock whose counter wrapped that far were once
+ * all shown as "lock". */
+static int marked(const char *name, const char *marker) {
+  size_t n = strlen(name);
+  if (n < 10)
+    return 0;
+  if (ends_with_at(name, n - 10, marker))
+    return 1;
+  return n >= 11 && name[n - 11] == '-' && name[n - 10] >= '1' &&
+         name[n - 10] <= '9' && ends_with_at(name, n - 11, marker);
+}
+
 /* The kind of a contender: of a semaphore, from its place, "lease" or
  * "admission" (queued for the admission mutex); of a lock, from the
  * marker before its sequence number: "read" (Curator's and zkr's
@@ -133,15 +194,9 @@ static const char *kind_of(const char *name) {
     return "lease";
   if (strncmp(name, "locks/", 6) == 0)
     return "admission";
-  size_t n = strlen(name);
-  if (n < 10)
-    return "lock";
-  size_t end = n - 10;
-  if (ends_with_at(name, end, "__READ__") ||
-      ends_with_at(name, end, "__rlock__"))
+  if (marked(name, "__READ__") || marked(name, "__rlock__"))
     return "read";
-  if (ends_with_at(name, end, "__WRIT__") ||
-      ends_with_at(name, end, "__lock__"))
+  if (marked(name, "__WRIT__") || marked(name, "__lock__"))
     return "write";
   return "lock";
 }
@@ -150,21 +205,18 @@ static const char *kind_of(const char *name) {
  * LeaderLatch layout, zkr_election_start()), "selector" (a "-lock-" node:
  * LeaderSelector's, zkr_election_run()), else as for a lock. */
 static const char *elect_kind_of(const char *name) {
-  size_t n = strlen(name);
-  if (n >= 10 && ends_with_at(name, n - 10, "-latch-"))
+  if (marked(name, "-latch-"))
     return "latch";
-  if (n >= 10 && ends_with_at(name, n - 10, "-lock-"))
+  if (marked(name, "-lock-"))
     return "selector";
   return kind_of(name);
 }
 
 /* Is one of @kids, the children of a node, a latch participant's? */
 static int elect_layout(char *const *kids, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    size_t len = strlen(kids[i]);
-    if (has_seq(kids[i]) && ends_with_at(kids[i], len - 10, "-latch-"))
+  for (size_t i = 0; i < n; i++)
+    if (has_seq(kids[i]) && marked(kids[i], "-latch-"))
       return 1;
-  }
   return 0;
 }
 
@@ -243,8 +295,8 @@ static void show_queue(const char *path, const struct view *v) {
     struct owner o;
     char id[64], host[64], pid[16], age[32], sess[24];
     if (parse_owner(p[i].data, &o)) {
-      snprintf(id, sizeof id, "%.63s", o.id[0] ? o.id : "-");
-      snprintf(host, sizeof host, "%.63s", o.host);
+      column(id, sizeof id, o.id[0] ? o.id : "-");
+      column(host, sizeof host, o.host);
       snprintf(pid, sizeof pid, "%ld", o.pid);
     } else {
       char d[40];
@@ -262,15 +314,45 @@ static void show_queue(const char *path, const struct view *v) {
   }
 }
 
+/* "prog: MESSAGE" on stderr; with quiet, "MESSAGE" into msgs[]. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (!quiet) {
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+  } else if (msgs_len + 1 < sizeof msgs) {
+    int w = vsnprintf(msgs + msgs_len, sizeof msgs - msgs_len - 1, fmt, ap);
+    if (w > 0)
+      msgs_len += (size_t)w < sizeof msgs - msgs_len - 1
+                      ? (size_t)w
+                      : sizeof msgs - msgs_len - 2;
+    msgs[msgs_len++] = '\n';
+    msgs[msgs_len] = '\0';
+  }
+  va_end(ap);
+}
+
 static int fail(int rc, const char *what, const char *path) {
-  fprintf(stderr, "%s: %s %s: %s\n", prog, what, esc(path), zkr_strerror(rc));
+  say("%s %s: %s", what, esc(path), zkr_strerror(rc));
   return rc == ZKR_EBADPATH ? EX_USAGE : 1;
 }
 
 /* -r: leave out the subtree at @path, with a warning. */
 static void skip(const char *path, const char *why) {
-  fprintf(stderr, "%s: warning: skipped %s: %s\n", prog, esc(path), why);
-  skipped = 1;
+  say("warning: skipped %s: %s", esc(path), why);
+  skipped++;
+}
+
+/* The time a read may take: op_timeout_ms, and no later than the
+ * deadline if there is one. */
+static int64_t op_timeout(void) {
+  if (!deadline)
+    return op_timeout_ms;
+  int64_t left = deadline - now_ms();
+  return left < 1 ? 1 : left < op_timeout_ms ? left : op_timeout_ms;
 }
 
 /* Whether -r goes on after @rc for a node of the tree: the node may not be
@@ -288,8 +370,8 @@ static int queue_of(zkr_session *s, const char *path, int elect,
                     struct view *v) {
   zkr_participant *p = NULL;
   size_t n = 0;
-  int rc = elect ? zkr_election_participants(s, path, op_timeout_ms, &p, &n)
-                 : zkr_rwlock_participants(s, path, op_timeout_ms, &p, &n);
+  int rc = elect ? zkr_election_participants(s, path, op_timeout(), &p, &n)
+                 : zkr_rwlock_participants(s, path, op_timeout(), &p, &n);
   if (rc != ZKR_OK)
     return rc;
   size_t k = 0;
@@ -343,7 +425,7 @@ static int prefix_node(char **name, const char *prefix) {
 static int sem_view(zkr_session *s, const char *path, struct view *v) {
   zkr_participant *l = NULL, *w = NULL;
   size_t nl = 0, nw = 0;
-  int rc = zkr_semaphore_participants(s, path, (int)permits, op_timeout_ms, &l,
+  int rc = zkr_semaphore_participants(s, path, (int)permits, op_timeout(), &l,
                                       &nl, &w, &nw);
   if (rc != ZKR_OK)
     return rc;
@@ -375,9 +457,18 @@ static int sem_view(zkr_session *s, const char *path, struct view *v) {
   return ZKR_OK;
 }
 
+/* --prometheus: what show() does instead of printing. */
+static int collecting;
+static void prom_collect(const char *path, const struct view *v);
+
 static void show(const char *path, const struct view *v, int always) {
   if (v->n == 0 && !always)
     return;
+  if (collecting) {
+    prom_collect(path, v);
+    locks_shown++;
+    return;
+  }
   if (json && locks_shown)
     putchar(',');
   show_queue(path, v);
@@ -389,7 +480,7 @@ static void show(const char *path, const struct view *v, int always) {
 static int list_one(zkr_session *s, const char *path) {
   char **kids = NULL;
   size_t nk = 0;
-  int rc = zkr_session_children(s, path, op_timeout_ms, &kids, &nk);
+  int rc = zkr_session_children(s, path, op_timeout(), &kids, &nk);
   if (rc != ZKR_OK && rc != ZKR_ENONODE)
     return fail(rc, "cannot read", path);
   struct view v = {NULL, 0, 0, 0};
@@ -420,7 +511,7 @@ static int walk(zkr_session *s, const char *path, int top) {
   }
   char **kids = NULL;
   size_t n = 0;
-  int rc = zkr_session_children(s, path, op_timeout_ms, &kids, &n);
+  int rc = zkr_session_children(s, path, op_timeout(), &kids, &n);
   if (rc == ZKR_ENONODE)
     return 0; /* gone meanwhile */
   if (rc != ZKR_OK && skippable(rc) && !(top && rc == ZKR_EBADPATH)) {
@@ -494,81 +585,372 @@ static int walk(zkr_session *s, const char *path, int top) {
   return status;
 }
 
-int main(int argc, char **argv) {
-  const char *servers = default_servers();
-  int recursive = 0;
-  long connect_ms = 10000;
-  enum { OPT_PERMITS = OPT_NEXT };
-  static const struct option longopts[] = {
-      {"servers", required_argument, NULL, 's'},
-      {"recursive", no_argument, NULL, 'r'},
-      {"json", no_argument, NULL, 'j'},
-      {"connect-timeout", required_argument, NULL, OPT_CONNECT},
-      {"permits", required_argument, NULL, OPT_PERMITS},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0}};
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":s:rjhV", longopts, NULL)) != -1) {
-    switch (c) {
-    case 's':
-      servers = optarg;
+/* ---- --prometheus: the metrics of a tree of locks ---- */
+
+/* A holder of a lock, as the metrics show it. */
+struct prom_holder {
+  char *node;
+  const char *kind;
+  int64_t session;
+  int64_t ctime_ms;
+  char *data;
+};
+
+/* A lock found under the root: its figures and its holders. */
+struct prom_lock {
+  char *path;
+  const char *type; /* "lock", "rwlock", "semaphore", "election" */
+  size_t contenders, holders, waiters;
+  int64_t oldest_holder_ms, oldest_waiter_ms; /* ctime, if any */
+  struct prom_holder *h;
+  size_t nh;
+};
+
+static struct prom_lock *prom;
+static size_t prom_n, prom_cap;
+static int prom_oom; /* a lock could not be recorded */
+
+/* The type of lock @v is: a semaphore, an election, a read-write lock
+ * (a reader, or a writer by zkr's and Curator's marker), else a lock
+ * (a mutex's nodes; kazoo's Lock and WriteLock name theirs alike). */
+static const char *lock_type(const struct view *v) {
+  if (v->sem)
+    return "semaphore";
+  if (v->elect)
+    return "election";
+  for (size_t i = 0; i < v->n; i++)
+    if (strcmp(kind_of(v->p[i].node), "read") == 0 ||
+        marked(v->p[i].node, "__WRIT__"))
+      return "rwlock";
+  return "lock";
+}
+
+static void prom_lock_free(struct prom_lock *l) {
+  for (size_t i = 0; i < l->nh; i++) {
+    free(l->h[i].node);
+    free(l->h[i].data);
+  }
+  free(l->h);
+  free(l->path);
+}
+
+static void prom_free(void) {
+  for (size_t i = 0; i < prom_n; i++)
+    prom_lock_free(&prom[i]);
+  free(prom);
+  prom = NULL;
+  prom_n = prom_cap = 0;
+  prom_oom = 0;
+}
+
+/* Is @p, a waiting lease node of the semaphore @v, the same contender
+ * as one of its admission nodes (the admitted one: same session)? */
+static int admitted_elsewhere(const struct view *v, const zkr_participant *p) {
+  for (size_t i = 0; i < v->n; i++)
+    if (strcmp(kind_of(v->p[i].node), "admission") == 0 &&
+        v->p[i].session_id == p->session_id)
+      return 1;
+  return 0;
+}
+
+/* The figures of one lock. Every node is one contender, a holder or a
+ * waiter; but a semaphore's admitted contender waiting for a lease has
+ * two nodes, its admission node and its lease node, and counts once. */
+static void prom_collect(const char *path, const struct view *v) {
+  if (prom_n == prom_cap) {
+    size_t cap = prom_cap ? prom_cap * 2 : 16;
+    struct prom_lock *np = realloc(prom, cap * sizeof *np);
+    if (!np) {
+      prom_oom = 1;
+      return;
+    }
+    prom = np;
+    prom_cap = cap;
+  }
+  struct prom_lock *l = &prom[prom_n];
+  memset(l, 0, sizeof *l);
+  l->path = strdup(path);
+  l->type = lock_type(v);
+  l->h = calloc(v->n ? v->n : 1, sizeof *l->h);
+  if (!l->path || !l->h) {
+    prom_lock_free(l);
+    prom_oom = 1;
+    return;
+  }
+  for (size_t i = 0; i < v->n; i++) {
+    const zkr_participant *p = &v->p[i];
+    if (!p->is_holder) {
+      /* its admission node (older) stands for it */
+      if (v->sem && strcmp(kind_of(p->node), "lease") == 0 &&
+          admitted_elsewhere(v, p))
+        continue;
+      if (l->waiters++ == 0 || p->ctime_ms < l->oldest_waiter_ms)
+        l->oldest_waiter_ms = p->ctime_ms;
+      continue;
+    }
+    struct prom_holder *h = &l->h[l->nh];
+    h->node = strdup(p->node);
+    h->data = strdup(p->data ? p->data : "");
+    if (!h->node || !h->data) {
+      free(h->node);
+      free(h->data);
+      prom_lock_free(l);
+      prom_oom = 1;
+      return;
+    }
+    h->kind = kind_in(v, p->node);
+    h->session = p->session_id;
+    h->ctime_ms = p->ctime_ms;
+    l->nh++;
+    if (l->holders++ == 0 || p->ctime_ms < l->oldest_holder_ms)
+      l->oldest_holder_ms = p->ctime_ms;
+  }
+  l->contenders = l->holders + l->waiters;
+  prom_n++;
+}
+
+/* @s as the value of a label: '\\', '"' and newline escaped as the format
+ * requires; other control characters and bytes that are not UTF-8 as
+ * U+FFFD; at most @max bytes of @s, cut between two characters ("..."
+ * marks the cut). */
+static void prom_value(FILE *f, const char *s, size_t max) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  const unsigned char *start = p;
+  while (*p) {
+    uint32_t cp;
+    int n = utf8_seq(p, &cp);
+    if ((size_t)(p - start) + (n ? (size_t)n : 1) > max) {
+      fputs("...", f);
       break;
-    case 'r':
-      recursive = 1;
-      break;
-    case 'j':
-      json = 1;
-      break;
-    case OPT_CONNECT:
-      if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
-        usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
-                    esc(optarg), INT_MAX);
-      break;
-    case OPT_PERMITS:
-      if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &permits) != 0)
-        usage_error("invalid --permits '%s': the limit of the semaphore, a "
-                    "plain decimal from 1 to %d",
-                    esc(optarg), ZKR_SEMAPHORE_MAX);
-      break;
-    case 'h':
-      help();
-      return 0;
-    case 'V':
-      printf("zkr-ls (zkr) %s\n", zkr_version());
-      return 0;
-    default:
-      option_error(c, argv, longopts);
+    }
+    if (n == 0) {
+      fputs("\xef\xbf\xbd", f);
+      p++;
+    } else if (cp == '\\' || cp == '"') {
+      fprintf(f, "\\%c", (int)cp);
+      p++;
+    } else if (cp == '\n') {
+      fputs("\\n", f);
+      p++;
+    } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+      fputs("\xef\xbf\xbd", f);
+      p += n;
+    } else {
+      fwrite(p, 1, (size_t)n, f);
+      p += n;
     }
   }
-  if (optind >= argc)
-    usage_error("missing PATH");
-  if (optind + 1 < argc)
-    usage_error("one PATH only (extra '%s')", esc(argv[optind + 1]));
-  const char *path = argv[optind];
-  /* the library checks the rest once connected (also exit 64) */
-  if (path[0] != '/')
-    usage_error("invalid path '%s': %s", esc(path), zkr_strerror(ZKR_EBADPATH));
+}
 
-  zkr_session_opts *so = NULL;
-  int rc = zkr_session_opts_new(&so);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_connect_timeout(so, (int)connect_ms);
-  /* no new session after a loss: a listing is short-lived */
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_renew(so, 0);
-  zkr_session *s = NULL;
-  if (rc == ZKR_OK)
-    rc = zkr_session_new(&s, servers, so);
-  zkr_session_opts_free(so);
-  if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
-    usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
-  if (rc != ZKR_OK) {
-    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog,
-            esc(servers), zkr_strerror(rc));
-    return rc == ZKR_ENOMEM ? 1 : EX_UNAVAILABLE;
+#define PROM_DATA_MAX 128 /* bytes of foreign node data in a label */
+
+static void prom_family(FILE *f, const char *name, const char *help) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+/* {path="...",type="..."} of a lock. */
+static void prom_lock_labels(FILE *f, const struct prom_lock *l) {
+  fputs("{path=\"", f);
+  prom_value(f, l->path, SIZE_MAX);
+  fprintf(f, "\",type=\"%s\"}", l->type);
+}
+
+static double age_s(int64_t now, int64_t ctime_ms) {
+  return now > ctime_ms ? (double)(now - ctime_ms) / 1000.0 : 0.0;
+}
+
+/* The result of one read of the tree, for prom_write(). */
+struct scrape {
+  const char *root;
+  int up;          /* the tree was read (maybe with subtrees skipped) */
+  double duration; /* seconds */
+};
+
+/* Every metric, in the text exposition format (version 0.0.4): the
+ * state of the read, then, if it succeeded, each figure of each lock
+ * found (prom[]). */
+static void prom_write(FILE *f, const struct scrape *sc) {
+  static const char *const types[] = {"lock", "rwlock", "semaphore",
+                                      "election"};
+  prom_family(f, "zkr_up",
+              "1 if the tree of locks under root was read from ZooKeeper, "
+              "0 if not (no server reachable, a read failed or timed out).");
+  fputs("zkr_up{root=\"", f);
+  prom_value(f, sc->root, SIZE_MAX);
+  fprintf(f, "\"} %d\n", sc->up);
+  prom_family(f, "zkr_scrape_duration_seconds",
+              "How long reading the tree of locks under root took.");
+  fputs("zkr_scrape_duration_seconds{root=\"", f);
+  prom_value(f, sc->root, SIZE_MAX);
+  fprintf(f, "\"} %.3f\n", sc->duration);
+  if (!sc->up)
+    return;
+  prom_family(f, "zkr_scrape_skipped_subtrees",
+              "Subtrees under root left out because they could not be "
+              "listed (no READ permission, a path over 1024 bytes).");
+  fputs("zkr_scrape_skipped_subtrees{root=\"", f);
+  prom_value(f, sc->root, SIZE_MAX);
+  fprintf(f, "\"} %d\n", skipped);
+  prom_family(f, "zkr_locks",
+              "Paths under root with contenders, by type: lock (a mutex), "
+              "rwlock, semaphore, election.");
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    size_t count = 0;
+    for (size_t i = 0; i < prom_n; i++)
+      count += strcmp(prom[i].type, types[t]) == 0;
+    fputs("zkr_locks{root=\"", f);
+    prom_value(f, sc->root, SIZE_MAX);
+    fprintf(f, "\",type=\"%s\"} %zu\n", types[t], count);
   }
+  if (prom_n == 0)
+    return;
+  int64_t now = wall_ms();
+  prom_family(f, "zkr_lock_contenders",
+              "Contenders of the lock: its holders and its waiters.");
+  for (size_t i = 0; i < prom_n; i++) {
+    fputs("zkr_lock_contenders", f);
+    prom_lock_labels(f, &prom[i]);
+    fprintf(f, " %zu\n", prom[i].contenders);
+  }
+  prom_family(f, "zkr_lock_holders",
+              "Contenders holding the lock: 1 for a mutex, an election (its "
+              "leader) or a read-write lock's writer, the readers at the "
+              "head of a read-write lock's queue, the leases held of a "
+              "semaphore.");
+  for (size_t i = 0; i < prom_n; i++) {
+    fputs("zkr_lock_holders", f);
+    prom_lock_labels(f, &prom[i]);
+    fprintf(f, " %zu\n", prom[i].holders);
+  }
+  prom_family(f, "zkr_lock_waiters", "Contenders waiting for the lock.");
+  for (size_t i = 0; i < prom_n; i++) {
+    fputs("zkr_lock_waiters", f);
+    prom_lock_labels(f, &prom[i]);
+    fprintf(f, " %zu\n", prom[i].waiters);
+  }
+  prom_family(f, "zkr_lock_oldest_holder_age_seconds",
+              "Age of the oldest holder's node (the time since it queued, "
+              "an upper bound on how long it has held the lock); absent "
+              "without a holder.");
+  for (size_t i = 0; i < prom_n; i++) {
+    if (!prom[i].holders)
+      continue;
+    fputs("zkr_lock_oldest_holder_age_seconds", f);
+    prom_lock_labels(f, &prom[i]);
+    fprintf(f, " %.3f\n", age_s(now, prom[i].oldest_holder_ms));
+  }
+  prom_family(f, "zkr_lock_oldest_waiter_age_seconds",
+              "How long the longest waiting contender has waited (the age "
+              "of its node); absent without a waiter.");
+  for (size_t i = 0; i < prom_n; i++) {
+    if (!prom[i].waiters)
+      continue;
+    fputs("zkr_lock_oldest_waiter_age_seconds", f);
+    prom_lock_labels(f, &prom[i]);
+    fprintf(f, " %.3f\n", age_s(now, prom[i].oldest_waiter_ms));
+  }
+  prom_family(f, "zkr_lock_holder_age_seconds",
+              "Age of each holder's node, with the holder's identity: id, "
+              "host and pid from zkr's node data, else the data itself.");
+  for (size_t i = 0; i < prom_n; i++) {
+    for (size_t k = 0; k < prom[i].nh; k++) {
+      const struct prom_holder *h = &prom[i].h[k];
+      struct owner o;
+      int ours = parse_owner(h->data, &o);
+      fputs("zkr_lock_holder_age_seconds{path=\"", f);
+      prom_value(f, prom[i].path, SIZE_MAX);
+      fprintf(f, "\",type=\"%s\",kind=\"%s\",node=\"", prom[i].type, h->kind);
+      prom_value(f, h->node, SIZE_MAX);
+      fprintf(f, "\",session=\"0x%" PRIx64 "\",id=\"", (uint64_t)h->session);
+      if (ours) {
+        prom_value(f, o.id, SIZE_MAX);
+        fputs("\",host=\"", f);
+        prom_value(f, o.host, SIZE_MAX);
+        fprintf(f, "\",pid=\"%ld\"}", o.pid);
+      } else {
+        fputs("\",host=\"\",pid=\"\",data=\"", f);
+        prom_value(f, h->data, PROM_DATA_MAX);
+        fputs("\"}", f);
+      }
+      fprintf(f, " %.3f\n", age_s(now, h->ctime_ms));
+    }
+  }
+}
+
+/* Read the tree under @root into prom[] (freed first) and fill *@sc.
+ * Returns what -r would: 0, 2 (subtrees skipped), or 1, 64 (said). */
+static int prom_scrape(zkr_session *s, const char *root, struct scrape *sc) {
+  prom_free();
+  locks_shown = 0;
+  skipped = 0;
+  int64_t t0 = now_ms();
+  collecting = 1;
+  int status = walk(s, root, 1);
+  collecting = 0;
+  if (status == 0 && prom_oom)
+    status = fail(ZKR_ENOMEM, "cannot read", root);
+  sc->root = root;
+  sc->up = status == 0;
+  sc->duration = (double)(now_ms() - t0) / 1000.0;
+  if (status == 0 && skipped)
+    status = EX_PARTIAL;
+  return status;
+}
+
+/* The metrics into @file, atomically: a temporary file in the same
+ * directory, renamed over it once complete, so that a reader (the
+ * textfile collector) sees the old file or the new one, never a part.
+ * 0, or -1 (said). */
+static int write_atomically(const char *file, const struct scrape *sc) {
+  size_t len = strlen(file) + 16;
+  char *tmp = malloc(len);
+  if (!tmp) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return -1;
+  }
+  snprintf(tmp, len, "%s.tmp.XXXXXX", file);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, esc(tmp),
+            strerror(errno));
+    if (fd >= 0) {
+      close(fd);
+      unlink(tmp);
+    }
+    free(tmp);
+    return -1;
+  }
+  /* mkstemp() made it 0600: give it the mode a new file would get */
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  prom_write(f, sc);
+  int bad = fflush(f) != 0 || ferror(f) || fsync(fd) != 0;
+  int e = errno;
+  if (fclose(f) != 0 && !bad) {
+    bad = 1;
+    e = errno;
+  }
+  if (!bad && rename(tmp, file) != 0) {
+    bad = 1;
+    e = errno;
+  }
+  if (bad) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, esc(file), strerror(e));
+    unlink(tmp);
+  }
+  free(tmp);
+  return bad ? -1 : 0;
+}
+
+/* ---- one listing, and --watch ---- */
+
+/* What one run of zkr-ls shows: the queue at @path, or with -r every
+ * lock under it. Returns the exit status. */
+static int listing(zkr_session *s, const char *path, int recursive) {
+  locks_shown = 0;
+  skipped = 0;
   int status;
   if (recursive) {
     if (json)
@@ -586,6 +968,338 @@ int main(int argc, char **argv) {
     if (json)
       putchar('\n');
   }
+  return status;
+}
+
+/* The argument vector with "--watch SECONDS" made "--watch=SECONDS":
+ * getopt_long takes an optional argument only after '='. The word after
+ * --watch (or an abbreviation of it) is its interval unless it is a PATH
+ * (a leading '/') or another option (a '-' not followed by a digit or a
+ * '.'); "--" ends the options. NULL when out of memory. */
+static char **watch_args(int argc, char **argv) {
+  static char **args;
+  args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args)
+    return NULL;
+  int k = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    size_t al = strlen(a);
+    int is_watch = i > 0 && al >= 3 && strncmp(a, "--watch", al) == 0;
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (is_watch && next && next[0] != '/' &&
+        (next[0] != '-' || next[1] == '.' ||
+         (next[1] >= '0' && next[1] <= '9'))) {
+      size_t len = strlen(next) + 9;
+      char *joined = malloc(len);
+      if (!joined)
+        return NULL;
+      snprintf(joined, len, "--watch=%s", next);
+      args[k++] = joined;
+      i++;
+      continue;
+    }
+    args[k++] = argv[i];
+    if (i > 0 && strcmp(a, "--") == 0) {
+      while (++i < argc)
+        args[k++] = argv[i];
+    }
+  }
+  args[k] = NULL;
+  return args;
+}
+
+/* The line above each block of --watch: the interval, the command and
+ * the local time, as watch(1) has it. */
+static void watch_heading(int64_t interval_ms, const char *path,
+                          int recursive) {
+  char when[64];
+  time_t t = time(NULL);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
+  printf("Every %.1fs: zkr-ls%s %s    %s\n\n", (double)interval_ms / 1000.0,
+         recursive ? " -r" : "", esc(path), when);
+}
+
+/* The messages of a block (msgs[]) on @f, each line after @pre and
+ * "prog: ". */
+static void put_msgs(FILE *f, const char *pre) {
+  for (const char *p = msgs; *p;) {
+    size_t n = strcspn(p, "\n");
+    fprintf(f, "%s%s: %.*s\n", pre, prog, (int)n, p);
+    p += n;
+    if (*p)
+      p++;
+  }
+}
+
+/* --watch: the listing (or the metrics) again and again, every
+ * @interval_ms, until SIGINT or SIGTERM, which end it with status 0. On
+ * a terminal each block replaces the last (clear, home); otherwise the
+ * blocks follow one another, each after an empty line (text: a heading
+ * line "Every ..." first; JSON: one document a line). A failed read is
+ * shown in its block and the next one tries again; a bad PATH (found by
+ * the first) ends it with 64. @sigs are blocked. */
+static int watch_loop(zkr_session *s, const char *path, int recursive,
+                      int prometheus, const char *out, int64_t interval_ms,
+                      const sigset_t *sigs) {
+  int tty = isatty(STDOUT_FILENO);
+  quiet = 1;
+  for (int first = 1;; first = 0) {
+    int64_t t0 = now_ms();
+    msgs_len = 0;
+    msgs[0] = '\0';
+    if (tty)
+      fputs("\033[H\033[2J", stdout);
+    else if (!first && !json)
+      putchar('\n');
+    int status;
+    FILE *said = stdout; /* where this block's messages go */
+    const char *pre = "";
+    if (prometheus) {
+      struct scrape sc;
+      status = prom_scrape(s, path, &sc);
+      if (!out)
+        prom_write(stdout, &sc);
+      else if (write_atomically(out, &sc) != 0 && first)
+        return 1;
+      pre = "# "; /* a comment in the exposition format */
+      if (out)
+        said = stderr;
+    } else {
+      if (!json)
+        watch_heading(interval_ms, path, recursive);
+      status = listing(s, path, recursive);
+      if (json)
+        said = stderr;
+    }
+    put_msgs(said, pre);
+    fflush(stdout);
+    if (first && status == EX_USAGE) {
+      if (said != stderr)
+        put_msgs(stderr, "");
+      return EX_USAGE;
+    }
+    int64_t left = interval_ms - (now_ms() - t0);
+    if (left < 0)
+      left = 0;
+    struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000};
+    int sig;
+    do
+      sig = sigtimedwait(sigs, NULL, &ts);
+    while (sig < 0 && errno == EINTR);
+    if (sig > 0)
+      return 0;
+  }
+}
+
+/* The signals that end --watch (and zkr-exporter) into @set: SIGINT and
+ * SIGTERM, but not one ignored at start, which stays ignored (as in
+ * zkr-lock: a background job of a script starts with SIGINT ignored). */
+static void end_signals(sigset_t *set) {
+  static const int ends[] = {SIGINT, SIGTERM};
+  sigemptyset(set);
+  for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+    struct sigaction sa;
+    if (sigaction(ends[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+      continue;
+    sigaddset(set, ends[i]);
+  }
+}
+
+/* A connection being made on a thread of its own. */
+struct connecting {
+  zkr_session *s;
+  const char *servers;
+  zkr_session_opts *so;
+  int rc;
+  atomic_int done;
+};
+
+static void *connect_thread(void *arg) {
+  struct connecting *c = arg;
+  c->rc = zkr_session_new(&c->s, c->servers, c->so);
+  atomic_store(&c->done, 1);
+  return NULL;
+}
+
+/* zkr_session_new(), waited for while taking the signals @sigs (blocked
+ * in every thread): if one comes first, ZKR_ECANCELED with it in *@sig,
+ * and the connection goes on on its own thread, so the caller must end
+ * the process at once (_exit). So SIGINT ends --watch (and SIGTERM
+ * zkr-exporter) at once while no server answers, rather than after the
+ * connect timeout. */
+static int session_new_interruptible(zkr_session **s, const char *servers,
+                                     zkr_session_opts *so, const sigset_t *sigs,
+                                     int *sig) {
+  static struct connecting c; /* outlives us if a signal comes first */
+  c.s = NULL;
+  c.servers = servers;
+  c.so = so;
+  c.rc = ZKR_ESYS;
+  atomic_store(&c.done, 0);
+  pthread_t t;
+  if (pthread_create(&t, NULL, connect_thread, &c) != 0)
+    return zkr_session_new(s, servers, so);
+  while (!atomic_load(&c.done)) {
+    struct timespec ts = {0, 50 * 1000000};
+    int got = sigtimedwait(sigs, NULL, &ts);
+    if (got > 0) {
+      *sig = got;
+      return ZKR_ECANCELED;
+    }
+  }
+  pthread_join(t, NULL);
+  *s = c.s;
+  return c.rc;
+}
+
+/* zkr-ls's own main, renamed by those that include this file. */
+int main(int argc, char **argv) {
+  const char *servers = default_servers();
+  int recursive = 0, prometheus = 0, watching = 0;
+  int64_t interval_ms = 2000;
+  const char *out = NULL;
+  long connect_ms = 10000;
+  enum { OPT_PERMITS = OPT_NEXT, OPT_WATCH, OPT_PROMETHEUS };
+  static const struct option longopts[] = {
+      {"servers", required_argument, NULL, 's'},
+      {"recursive", no_argument, NULL, 'r'},
+      {"json", no_argument, NULL, 'j'},
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+      {"permits", required_argument, NULL, OPT_PERMITS},
+      {"watch", optional_argument, NULL, OPT_WATCH},
+      {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
+      {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  char **args = watch_args(argc, argv);
+  if (!args) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return 1;
+  }
+  argc = 0;
+  while (args[argc])
+    argc++;
+  argv = args;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":s:rjo:hV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      servers = optarg;
+      break;
+    case 'r':
+      recursive = 1;
+      break;
+    case 'j':
+      json = 1;
+      break;
+    case 'o':
+      out = optarg;
+      break;
+    case OPT_CONNECT:
+      if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
+        usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
+                    esc(optarg), INT_MAX);
+      break;
+    case OPT_PERMITS:
+      if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &permits) != 0)
+        usage_error("invalid --permits '%s': the limit of the semaphore, a "
+                    "plain decimal from 1 to %d",
+                    esc(optarg), ZKR_SEMAPHORE_MAX);
+      break;
+    case OPT_WATCH:
+      watching = 1;
+      if (optarg &&
+          (parse_seconds(optarg, &interval_ms) != 0 || interval_ms < 100))
+        usage_error("invalid --watch interval '%s': seconds as a plain "
+                    "decimal, at least 0.1",
+                    esc(optarg));
+      break;
+    case OPT_PROMETHEUS:
+      prometheus = 1;
+      break;
+    case 'h':
+      help();
+      return 0;
+    case 'V':
+      printf("zkr-ls (zkr) %s\n", zkr_version());
+      return 0;
+    default:
+      option_error(c, argv, longopts);
+    }
+  }
+  if (out && !prometheus)
+    usage_error("-o (--output) goes with --prometheus");
+  if (prometheus && json)
+    usage_error("--prometheus and --json exclude each other");
+  if (optind >= argc && !prometheus)
+    usage_error("missing PATH");
+  if (optind + 1 < argc)
+    usage_error("one PATH only (extra '%s')", esc(argv[optind + 1]));
+  const char *path = optind < argc ? argv[optind] : "/";
+  /* the library checks the rest once connected (also exit 64) */
+  if (path[0] != '/')
+    usage_error("invalid path '%s': %s", esc(path), zkr_strerror(ZKR_EBADPATH));
+
+  /* --watch: SIGINT and SIGTERM end it, taken with sigtimedwait(); they
+   * are blocked before the library's threads exist, which inherit that */
+  sigset_t sigs;
+  end_signals(&sigs);
+  if (watching)
+    sigprocmask(SIG_BLOCK, &sigs, NULL);
+
+  zkr_session_opts *so = NULL;
+  int rc = zkr_session_opts_new(&so);
+  if (rc == ZKR_OK)
+    rc = zkr_session_opts_set_connect_timeout(so, (int)connect_ms);
+  /* no new session after a loss: a listing is short-lived (not so
+   * --watch) */
+  if (rc == ZKR_OK && !watching)
+    rc = zkr_session_opts_set_renew(so, 0);
+  zkr_session *s = NULL;
+  int64_t t0 = now_ms();
+  int sig = 0;
+  if (rc == ZKR_OK && watching)
+    rc = session_new_interruptible(&s, servers, so, &sigs, &sig);
+  else if (rc == ZKR_OK)
+    rc = zkr_session_new(&s, servers, so);
+  if (rc == ZKR_ECANCELED) {
+    fflush(NULL);
+    _exit(0); /* --watch ended by a signal while connecting */
+  }
+  zkr_session_opts_free(so);
+  if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
+    usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
+  if (rc != ZKR_OK) {
+    fprintf(stderr, "%s: cannot reach ZooKeeper at %s: %s\n", prog,
+            esc(servers), zkr_strerror(rc));
+    if (prometheus) {
+      /* what the metrics say: zkr_up 0 */
+      struct scrape sc = {path, 0, (double)(now_ms() - t0) / 1000.0};
+      if (out)
+        write_atomically(out, &sc);
+      else
+        prom_write(stdout, &sc);
+    }
+    return rc == ZKR_ENOMEM ? 1 : EX_UNAVAILABLE;
+  }
+  int status;
+  if (watching) {
+    status =
+        watch_loop(s, path, recursive, prometheus, out, interval_ms, &sigs);
+  } else if (prometheus) {
+    struct scrape sc;
+    status = prom_scrape(s, path, &sc);
+    if (out ? write_atomically(out, &sc) != 0 : (prom_write(stdout, &sc), 0))
+      status = 1;
+  } else {
+    status = listing(s, path, recursive);
+  }
+  prom_free();
   zkr_session_close(s);
   return status;
 }

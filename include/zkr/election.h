@@ -384,7 +384,9 @@ ZKR_EXTERN void zkr_election_free(zkr_election *e);
  * to what the leader controls, and let that refuse smaller tokens.
  *
  * Returns:
- * The token while leading; 0 otherwise or if @e is NULL.
+ * The token while leading (under ZKR_ELECTION_SUSPEND_KEEP that includes
+ * while suspended, when zkr_election_is_leader() still returns 1); 0
+ * otherwise or if @e is NULL.
  *
  * Thread safety:
  * Any thread.
@@ -403,7 +405,8 @@ ZKR_EXTERN int64_t zkr_election_fencing_token(const zkr_election *e);
  *
  * Returns:
  *   ZKR_OK        Copied.
- *   ZKR_ENOTHELD  It does not lead.
+ *   ZKR_ENOTHELD  It does not lead (under ZKR_ELECTION_SUSPEND_DROP, also
+ *                 while suspended); @buf is set to "".
  *   ZKR_EINVAL    @e or @buf is NULL, or @len is 0.
  *
  * Thread safety:
@@ -425,9 +428,15 @@ struct zoo_op_result;
  * transaction with a check of the leader's node in front, as
  * zkr_mutex_guarded_multi() does: they commit only while that node exists.
  *
+ * While the participant's connection is down, and after a reconnection
+ * until its node is confirmed, nothing is sent and ZKR_ENOTHELD is
+ * returned, also under ZKR_ELECTION_SUSPEND_KEEP where
+ * zkr_election_is_leader() still returns 1 (as the mutex's guarded writes
+ * in ZKR_LOCK_SUSPECT): try again once the connection is back.
+ *
  * Returns:
  * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the node is found gone,
- * ZKR_ENOTHELD when the participant does not lead.
+ * ZKR_ENOTHELD when the participant does not lead or is suspended.
  *
  * Thread safety:
  * Any thread except a zkr callback.
@@ -447,9 +456,11 @@ ZKR_EXTERN int zkr_election_guarded_multi(zkr_election *e, int count,
  * zkr_election_guarded_set() sets the data of @path in one transaction with
  * a check of the leader's node, as zkr_mutex_guarded_set() does.
  *
+ * Suspended, it sends nothing, as zkr_election_guarded_multi().
+ *
  * Returns:
  * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the node is found gone,
- * ZKR_ENOTHELD when the participant does not lead.
+ * ZKR_ENOTHELD when the participant does not lead or is suspended.
  *
  * Thread safety:
  * Any thread except a zkr callback.

@@ -40,6 +40,13 @@ typedef enum zkr_session_state {
   ZKR_STATE_CLOSED = 4      /**< zkr_session_close() was called */
 } zkr_session_state;
 
+/** The ACL of the nodes zkr creates; see zkr_session_opts_set_acl(). */
+typedef enum zkr_acl_mode {
+  ZKR_ACL_OPEN = 0,   /**< every right for anyone (world:anyone), the default */
+  ZKR_ACL_CREATOR = 1 /**< every right for the session's credentials, read for
+                           anyone */
+} zkr_acl_mode;
+
 /** What a listener is told. */
 typedef enum zkr_session_event {
   ZKR_EV_CONNECTED = 1,   /**< a new ZooKeeper session is established */
@@ -71,7 +78,8 @@ typedef void (*zkr_session_listener_fn)(zkr_session *s, zkr_session_event ev,
  *   connect timeout  10000 ms, see zkr_session_opts_set_connect_timeout();
  *   lost fraction    0.25, see zkr_session_opts_set_lost_fraction();
  *   renewal          on, see zkr_session_opts_set_renew();
- *   credentials      none, see zkr_session_opts_add_auth().
+ *   credentials      none, see zkr_session_opts_add_auth();
+ *   node ACL         open, see zkr_session_opts_set_acl().
  *
  * zkr_session_new() copies the options, so one object can serve several
  * sessions and can be freed as soon as the session is created. Free it with
@@ -343,6 +351,56 @@ ZKR_EXTERN int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew);
  */
 ZKR_EXTERN int zkr_session_opts_add_auth(zkr_session_opts *opts,
                                          const char *scheme, const char *cred);
+
+/**
+ * zkr_session_opts_set_acl - choose the ACL of the nodes zkr creates
+ *
+ * zkr_session_opts_set_acl() sets the ACL that a session created with @opts
+ * gives every node it creates: the contender nodes of every recipe (lock,
+ * read-write lock, semaphore lease and admission, election) and the parents
+ * it creates for them (the lock path, a semaphore's `locks` and `leases`).
+ *
+ *   ZKR_ACL_OPEN     every right for anyone (ZooKeeper's world:anyone), the
+ *                    default, as Curator and kazoo do by default.
+ *   ZKR_ACL_CREATOR  every right for the credentials of the session (the
+ *                    ZooKeeper "auth" scheme: each identity added with
+ *                    zkr_session_opts_add_auth()), and only the right to read
+ *                    for anyone else, so zkr-ls and observers still see the
+ *                    queue. It needs credentials: zkr_session_new() refuses it
+ *                    with ZKR_EINVAL without any.
+ *
+ * In ZooKeeper, deleting a node and creating one are rights on its parent. So
+ * ZKR_ACL_CREATOR keeps clients without the credentials from deleting,
+ * overwriting or changing the ACL of zkr's nodes, and from queueing, when
+ * zkr created the parent too; under a parent that already exists with an
+ * open ACL, anyone can still delete a contender node, but not change its data
+ * or ACL. Every participant of one lock must use the same credentials: a
+ * participant with other credentials cannot create its node (ZKR_ENOAUTH) or
+ * delete it.
+ *
+ * Returns:
+ *   ZKR_OK      Set.
+ *   ZKR_EINVAL  @opts is NULL, or @mode is not one of the above; the options
+ *               are unchanged.
+ *
+ * Thread safety:
+ * A `zkr_session_opts` object is not thread-safe: use each one from one thread
+ * at a time. Different objects may be used concurrently.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   int creator_only(zkr_session_opts *o, const char *user_colon_password) {
+ *     int rc = zkr_session_opts_add_auth(o, "digest", user_colon_password);
+ *     return rc == ZKR_OK ? zkr_session_opts_set_acl(o, ZKR_ACL_CREATOR) : rc;
+ *   }
+ *
+ * See also: zkr_session_opts_add_auth(), zkr_session_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
+                                        zkr_acl_mode mode);
 
 /**
  * zkr_session_new - connect to a ZooKeeper ensemble

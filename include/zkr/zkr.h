@@ -10,5 +10,6 @@
 #include <zkr/rwlock.h>
 #include <zkr/semaphore.h>
 #include <zkr/election.h>
+#include <zkr/stats.h>
 
 #endif /* ZKR_ZKR_H */

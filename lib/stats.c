@@ -1,0 +1,519 @@
+/*
+ * Monitoring: the figures of each lock object and of each session, the
+ * lock hook, and the threshold alerts.
+ *
+ * Owns: the histogram rule (fixed log-scale buckets), the session's
+ * aggregate (atomics: updated by every lock object of the session without
+ * a lock), the delivery of lock events to the hook (event thread), the
+ * alarms (one session timer each, armed only when a threshold is set) and
+ * the alert thread that reads a long wait's holder and calls the user.
+ * Must not touch: an object's own figures other than through the caller's
+ * lock (the engine's q->mu, the semaphore's mu), the queue's internals.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "recipe.h"
+#include "session-int.h"
+
+int64_t zkr__now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- histograms ---- */
+
+static int bucket_of(int64_t us) {
+  int i = 0;
+  while (i < ZKR_STATS_BUCKETS - 1 && (uint64_t)us > ZKR_STATS_BUCKET_LE_US(i))
+    i++;
+  return i;
+}
+
+static void hist_add(zkr_histogram *h, int64_t us) {
+  if (us < 0)
+    us = 0;
+  h->count++;
+  h->sum_us += (uint64_t)us;
+  if ((uint64_t)us > h->max_us)
+    h->max_us = (uint64_t)us;
+  h->bucket[bucket_of(us)]++;
+}
+
+static void ahist_add(struct zkr__ahist *h, int64_t us) {
+  if (us < 0)
+    us = 0;
+  atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->sum_us, (uint64_t)us, memory_order_relaxed);
+  uint64_t m = atomic_load_explicit(&h->max_us, memory_order_relaxed);
+  while ((uint64_t)us > m && !atomic_compare_exchange_weak_explicit(
+                                 &h->max_us, &m, (uint64_t)us,
+                                 memory_order_relaxed, memory_order_relaxed))
+    ;
+  atomic_fetch_add_explicit(&h->bucket[bucket_of(us)], 1, memory_order_relaxed);
+}
+
+static void ahist_read(struct zkr__ahist *h, zkr_histogram *out) {
+  out->count = atomic_load_explicit(&h->count, memory_order_relaxed);
+  out->sum_us = atomic_load_explicit(&h->sum_us, memory_order_relaxed);
+  out->max_us = atomic_load_explicit(&h->max_us, memory_order_relaxed);
+  for (int i = 0; i < ZKR_STATS_BUCKETS; i++)
+    out->bucket[i] = atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
+}
+
+#define INC(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
+#define DEC(x) atomic_fetch_sub_explicit(&(x), 1, memory_order_relaxed)
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+zkr_fail_cause zkr__fail_cause(int rc) {
+  switch (rc) {
+  case ZKR_ETIMEDOUT:
+    return ZKR_FAIL_TIMEDOUT;
+  case ZKR_EWOULDBLOCK:
+    return ZKR_FAIL_REFUSED;
+  case ZKR_ECANCELED:
+    return ZKR_FAIL_CANCELED;
+  case ZKR_ELOCKLOST:
+    return ZKR_FAIL_LOST;
+  case ZKR_ECLOSED:
+  case ZKR_ESESSIONLOST:
+    return ZKR_FAIL_CLOSED;
+  default:
+    return ZKR_FAIL_ERROR;
+  }
+}
+
+/* ---- the lock hook ---- */
+
+struct hook_rec {
+  zkr_session *s;
+  zkr_lock_event ev;
+  char *recipe, *path, *node;
+};
+
+static void hook_run(void *arg) {
+  struct hook_rec *r = arg;
+  zkr_session *s = r->s;
+  if (s->opts.lock_hook)
+    s->opts.lock_hook(&r->ev, s->opts.lock_hook_ud);
+  free(r->recipe);
+  free(r->path);
+  free(r->node);
+  free(r);
+}
+
+static void hook_post(zkr_session *s, zkr_lock_event_type type,
+                      const char *recipe, const char *path, const char *node,
+                      int err, int64_t wait_us, int64_t hold_us) {
+  if (!s->opts.lock_hook)
+    return;
+  struct hook_rec *r = calloc(1, sizeof *r);
+  if (!r)
+    goto oom;
+  r->s = s;
+  r->recipe = zkr__strdup(recipe ? recipe : "");
+  r->path = zkr__strdup(path ? path : "");
+  r->node = node ? zkr__strdup(node) : NULL;
+  if (!r->recipe || !r->path || (node && !r->node))
+    goto oom;
+  r->ev.type = type;
+  r->ev.recipe = r->recipe;
+  r->ev.path = r->path;
+  r->ev.node = r->node;
+  r->ev.error = err;
+  r->ev.cause = type == ZKR_LOCK_EV_LOST     ? ZKR_FAIL_LOST
+                : type == ZKR_LOCK_EV_FAILED ? zkr__fail_cause(err)
+                                             : ZKR_FAIL_ERROR;
+  r->ev.wait_us = wait_us;
+  r->ev.hold_us = hold_us;
+  if (zkr__session_post(s, hook_run, r) == ZKR_OK)
+    return;
+  /* the session is closed: no more events */
+  free(r->recipe);
+  free(r->path);
+  free(r->node);
+  free(r);
+  return;
+oom:
+  if (r) {
+    free(r->recipe);
+    free(r->path);
+    free(r->node);
+    free(r);
+  }
+  zkr__log(ZKR_LOG_WARN, "out of memory: a lock event was not delivered");
+}
+
+/* ---- an object's figures (under its owner's lock) ---- */
+
+void zkr__stats_wait_begin(zkr_session *s, zkr_stats *o) {
+  o->waiting++;
+  INC(s->agg.waiting);
+}
+
+void zkr__stats_wait_end(zkr_session *s, zkr_stats *o, const char *recipe,
+                         const char *path, const char *node, int rc,
+                         int64_t wait_us, int handoff, int holds) {
+  if (o->waiting > 0) {
+    o->waiting--;
+    DEC(s->agg.waiting);
+  }
+  hist_add(&o->wait, wait_us);
+  ahist_add(&s->agg.wait, wait_us);
+  if (rc == ZKR_OK) {
+    o->acquired++;
+    o->held += (uint32_t)holds;
+    INC(s->agg.acquired);
+    atomic_fetch_add_explicit(&s->agg.held, holds, memory_order_relaxed);
+    if (handoff) {
+      o->handoffs++;
+      INC(s->agg.handoffs);
+    }
+    hook_post(s, ZKR_LOCK_EV_ACQUIRED, recipe, path, node, ZKR_OK, wait_us, 0);
+  } else {
+    zkr_fail_cause c = zkr__fail_cause(rc);
+    o->failed[c]++;
+    INC(s->agg.failed[c]);
+    hook_post(s, ZKR_LOCK_EV_FAILED, recipe, path, node, rc, wait_us, 0);
+  }
+}
+
+void zkr__stats_hold_end(zkr_session *s, zkr_stats *o, const char *recipe,
+                         const char *path, const char *node, int lost,
+                         int64_t hold_us) {
+  if (o->held > 0) {
+    o->held--;
+    DEC(s->agg.held);
+  }
+  hist_add(&o->hold, hold_us);
+  ahist_add(&s->agg.hold, hold_us);
+  if (lost) {
+    o->failed[ZKR_FAIL_LOST]++;
+    INC(s->agg.failed[ZKR_FAIL_LOST]);
+  } else {
+    o->released++;
+    INC(s->agg.released);
+  }
+  hook_post(s, lost ? ZKR_LOCK_EV_LOST : ZKR_LOCK_EV_RELEASED, recipe, path,
+            node, lost ? ZKR_ELOCKLOST : ZKR_OK, 0, hold_us);
+}
+
+/* The first version of zkr_stats ends after losses. */
+#define STATS_V1_SIZE (offsetof(zkr_stats, losses) + sizeof(uint64_t))
+
+int zkr__stats_copy(const zkr_stats *o, int state, zkr_stats *out,
+                    size_t size) {
+  if (!out || size < STATS_V1_SIZE)
+    return ZKR_EINVAL;
+  zkr_stats t = *o;
+  t.state = state;
+  t.size = size < sizeof t ? size : sizeof t;
+  memcpy(out, &t, t.size);
+  return ZKR_OK;
+}
+
+int zkr_session_stats(const zkr_session *cs, zkr_stats *out, size_t size) {
+  if (!cs || !out || size < STATS_V1_SIZE)
+    return ZKR_EINVAL;
+  zkr_session *s = (zkr_session *)cs;
+  zkr_stats t;
+  memset(&t, 0, sizeof t);
+  t.acquired = LOAD(s->agg.acquired);
+  t.released = LOAD(s->agg.released);
+  for (int i = 0; i < 8; i++)
+    t.failed[i] = LOAD(s->agg.failed[i]);
+  t.handoffs = LOAD(s->agg.handoffs);
+  ahist_read(&s->agg.wait, &t.wait);
+  ahist_read(&s->agg.hold, &t.hold);
+  int held = LOAD(s->agg.held), waiting = LOAD(s->agg.waiting);
+  t.held = held > 0 ? (uint32_t)held : 0;
+  t.waiting = waiting > 0 ? (uint32_t)waiting : 0;
+  t.suspensions = LOAD(s->agg.suspensions);
+  t.reconnects = LOAD(s->agg.reconnects);
+  t.losses = LOAD(s->agg.losses);
+  return zkr__stats_copy(&t, (int)zkr_session_state_get(s), out, size);
+}
+
+/* Under s->mu: a state event of the session. */
+void zkr__stats_session_event(zkr_session *s, zkr_session_event ev) {
+  if (ev == ZKR_EV_SUSPENDED)
+    INC(s->agg.suspensions);
+  else if (ev == ZKR_EV_RECONNECTED)
+    INC(s->agg.reconnects);
+  else if (ev == ZKR_EV_LOST)
+    INC(s->agg.losses);
+}
+
+/* ---- alarms and the alert thread ---- */
+
+struct zkr__alarm {
+  zkr_session *s;
+  pthread_mutex_t mu;
+  int refs; /* the owner's and the timer's */
+  int armed;
+  uint64_t timer_id;
+  zkr_alert_kind kind;
+  int64_t since_ms;
+  char *recipe, *path, *node;
+};
+
+struct ajob {
+  zkr_alert_kind kind;
+  int64_t elapsed_ms;
+  char *recipe, *path, *node;
+  struct ajob *next;
+};
+
+static void ajob_free(struct ajob *j) {
+  free(j->recipe);
+  free(j->path);
+  free(j->node);
+  free(j);
+}
+
+static void alarm_unref(zkr__alarm *a) {
+  pthread_mutex_lock(&a->mu);
+  int last = --a->refs == 0;
+  pthread_mutex_unlock(&a->mu);
+  if (!last)
+    return;
+  pthread_mutex_destroy(&a->mu);
+  free(a->recipe);
+  free(a->path);
+  free(a->node);
+  free(a);
+}
+
+/* Event thread: the threshold is crossed; hand the alert to the alert
+ * thread if the wait or hold still goes on. */
+static void alarm_fired(void *arg) {
+  zkr__alarm *a = arg;
+  zkr_session *s = a->s;
+  struct ajob *j = NULL;
+  pthread_mutex_lock(&a->mu);
+  if (a->armed) {
+    a->armed = 0; /* once per episode */
+    j = calloc(1, sizeof *j);
+    if (j) {
+      j->kind = a->kind;
+      j->elapsed_ms = zkr__now_ms() - a->since_ms;
+      j->recipe = zkr__strdup(a->recipe);
+      j->path = zkr__strdup(a->path);
+      j->node = a->node ? zkr__strdup(a->node) : NULL;
+      if (!j->recipe || !j->path || (a->node && !j->node)) {
+        ajob_free(j);
+        j = NULL;
+      }
+    }
+    if (!j)
+      zkr__log(ZKR_LOG_WARN, "out of memory: an alert was not delivered");
+  }
+  pthread_mutex_unlock(&a->mu);
+  if (j) {
+    pthread_mutex_lock(&s->alert_mu);
+    if (s->alert_stop) {
+      ajob_free(j);
+    } else {
+      struct ajob **pp = (struct ajob **)&s->alert_jobs;
+      while (*pp)
+        pp = &(*pp)->next;
+      *pp = j;
+      pthread_cond_signal(&s->alert_cv);
+    }
+    pthread_mutex_unlock(&s->alert_mu);
+  }
+  alarm_unref(a);
+}
+
+zkr__alarm *zkr__alarm_arm(zkr_session *s, zkr_alert_kind kind,
+                           const char *recipe, const char *path,
+                           const char *node) {
+  int64_t ms =
+      kind == ZKR_ALERT_WAIT ? s->opts.alert_wait_ms : s->opts.alert_hold_ms;
+  if (ms <= 0 || !s->opts.alert_fn)
+    return NULL;
+  zkr__alarm *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->s = s;
+  a->kind = kind;
+  a->refs = 2;
+  a->armed = 1;
+  a->since_ms = zkr__now_ms();
+  a->recipe = zkr__strdup(recipe);
+  a->path = zkr__strdup(path);
+  a->node = node ? zkr__strdup(node) : NULL;
+  pthread_mutex_init(&a->mu, NULL);
+  if (!a->recipe || !a->path || (node && !a->node) ||
+      zkr__timer_add(s, a->since_ms + ms, alarm_fired, a, &a->timer_id) !=
+          ZKR_OK) {
+    a->refs = 1;
+    alarm_unref(a);
+    return NULL;
+  }
+  return a;
+}
+
+void zkr__alarm_set_node(zkr__alarm *a, const char *node) {
+  if (!a)
+    return;
+  char *n = node ? zkr__strdup(node) : NULL;
+  pthread_mutex_lock(&a->mu);
+  free(a->node);
+  a->node = n;
+  pthread_mutex_unlock(&a->mu);
+}
+
+void zkr__alarm_disarm(zkr__alarm *a) {
+  if (!a)
+    return;
+  pthread_mutex_lock(&a->mu);
+  a->armed = 0;
+  pthread_mutex_unlock(&a->mu);
+  if (zkr__timer_cancel(a->s, a->timer_id))
+    alarm_unref(a); /* the timer's reference: it will never run */
+  alarm_unref(a);
+}
+
+/* "host=H pid=P id=I": the value of @key (up to the next space, or the
+ * rest for id=). */
+static char *field(const char *data, const char *key, int rest) {
+  size_t kl = strlen(key);
+  for (const char *p = data; p && *p;) {
+    if (strncmp(p, key, kl) == 0 && (p == data || p[-1] == ' ')) {
+      const char *v = p + kl;
+      size_t n = rest ? strlen(v) : strcspn(v, " ");
+      char *out = malloc(n + 1);
+      if (out) {
+        memcpy(out, v, n);
+        out[n] = '\0';
+      }
+      return out;
+    }
+    p = strchr(p, ' ');
+    if (p)
+      p++;
+  }
+  return NULL;
+}
+
+static const zkr__qpolicy any_policy = {.name = "lock-"};
+static const zkr__qpolicy *any_of(const char *name, void *ctx) {
+  (void)name;
+  (void)ctx;
+  return &any_policy;
+}
+
+static void alert_run(zkr_session *s, struct ajob *j) {
+  zkr_alert al;
+  memset(&al, 0, sizeof al);
+  al.kind = j->kind;
+  al.recipe = j->recipe;
+  al.path = j->path;
+  al.node = j->node;
+  al.elapsed_ms = j->elapsed_ms;
+  zkr_participant *all = NULL;
+  size_t n = 0;
+  char *id = NULL, *host = NULL, *pid = NULL;
+  if (j->kind == ZKR_ALERT_WAIT &&
+      zkr__participants(s, j->path, any_of, NULL, 5000, &all, &n) == ZKR_OK &&
+      n > 0) {
+    al.holder_node = all[0].node;
+    al.holder_data = all[0].data;
+    al.holder_session = all[0].session_id;
+    if (all[0].data) {
+      id = field(all[0].data, "id=", 1);
+      host = field(all[0].data, "host=", 0);
+      pid = field(all[0].data, "pid=", 0);
+    }
+    al.holder_id = id;
+    al.holder_host = host;
+    al.holder_pid = pid ? strtoll(pid, NULL, 10) : 0;
+  }
+  s->opts.alert_fn(&al, s->opts.alert_ud);
+  free(id);
+  free(host);
+  free(pid);
+  zkr_participants_free(all, n);
+}
+
+static void *alert_main(void *arg) {
+  zkr_session *s = arg;
+  pthread_mutex_lock(&s->alert_mu);
+  for (;;) {
+    while (!s->alert_jobs && !s->alert_stop)
+      pthread_cond_wait(&s->alert_cv, &s->alert_mu);
+    if (s->alert_stop)
+      break;
+    struct ajob *j = s->alert_jobs;
+    s->alert_jobs = j->next;
+    pthread_mutex_unlock(&s->alert_mu);
+    alert_run(s, j);
+    ajob_free(j);
+    pthread_mutex_lock(&s->alert_mu);
+  }
+  pthread_mutex_unlock(&s->alert_mu);
+  return NULL;
+}
+
+int zkr__alerts_start(zkr_session *s) {
+  if (!s->opts.alert_fn)
+    return ZKR_OK;
+  if (pthread_create(&s->alert_thread, NULL, alert_main, s) != 0)
+    return ZKR_ENOMEM;
+  s->alert_started = 1;
+  return ZKR_OK;
+}
+
+void zkr__alerts_stop(zkr_session *s) {
+  pthread_mutex_lock(&s->alert_mu);
+  s->alert_stop = 1;
+  pthread_cond_broadcast(&s->alert_cv);
+  pthread_mutex_unlock(&s->alert_mu);
+  if (s->alert_started) {
+    pthread_join(s->alert_thread, NULL);
+    s->alert_started = 0;
+  }
+  pthread_mutex_lock(&s->alert_mu);
+  struct ajob *j = s->alert_jobs;
+  s->alert_jobs = NULL;
+  pthread_mutex_unlock(&s->alert_mu);
+  while (j) {
+    struct ajob *n = j->next;
+    ajob_free(j);
+    j = n;
+  }
+}
+
+void zkr__alerts_destroy(zkr_session *s) {
+  pthread_mutex_destroy(&s->alert_mu);
+  pthread_cond_destroy(&s->alert_cv);
+}
+
+/* ---- options ---- */
+
+int zkr_session_opts_set_lock_hook(zkr_session_opts *opts, zkr_lock_hook_fn fn,
+                                   void *user_data) {
+  if (!opts)
+    return ZKR_EINVAL;
+  opts->lock_hook = fn;
+  opts->lock_hook_ud = fn ? user_data : NULL;
+  return ZKR_OK;
+}
+
+int zkr_session_opts_set_alerts(zkr_session_opts *opts, int64_t wait_ms,
+                                int64_t hold_ms, zkr_alert_fn fn,
+                                void *user_data) {
+  if (!opts || wait_ms < 0 || hold_ms < 0 ||
+      (!fn && (wait_ms > 0 || hold_ms > 0)))
+    return ZKR_EINVAL;
+  opts->alert_wait_ms = wait_ms;
+  opts->alert_hold_ms = hold_ms;
+  opts->alert_fn = (wait_ms > 0 || hold_ms > 0) ? fn : NULL;
+  opts->alert_ud = opts->alert_fn ? user_data : NULL;
+  return ZKR_OK;
+}

@@ -1,0 +1,408 @@
+/* The election's leader when its connection drops, through test/zkproxy,
+ * against a real server, under both choices of what SUSPENDED means:
+ *   ZKR_ELECTION_SUSPEND_KEEP, a short cut (the client reconnects at once
+ *     to the same session): the leader is never told it stopped leading,
+ *     keeps its node and token, and its guarded writes still commit; no
+ *     one else leads meanwhile;
+ *   ZKR_ELECTION_SUSPEND_DROP, a short cut: told 0 at the cut, then 1 again
+ *     once reconnected with its node still first (docs/election.md);
+ *   both, while suspended (reconnections refused): under DROP no token and
+ *     no node, under KEEP the same ones; under both guarded writes send
+ *     nothing until the node is confirmed after the reconnection;
+ *   ZKR_ELECTION_SUSPEND_KEEP, an outage past the session timeout (the
+ *     proxy black-holes every frame): the leader is told 0 when its session
+ *     clock declares the session lost, before the other participant is told
+ *     it leads; its guarded writes fail; once the connection is back it
+ *     queues again at the back with a new node;
+ *   zkr_election_free() during an outage: the node goes once the
+ *     connection is back, and the next participant leads.
+ * Only the order of events is asserted, never how long anything took. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zkr-private.h"
+#include "zkt.h"
+
+static const char *hosts;
+static char via[64];
+static zkr_session *admin;
+static int n_cut, n_black, n_flow, n_refuse, n_accept; /* the proxy's
+                                                         commands done */
+
+/* A participant with its own session and a record of its listener, each
+ * call with its time. */
+typedef struct who {
+  zkr_session *s;
+  zkr_election *e;
+  pthread_mutex_t mu;
+  int told[16];
+  int64_t at[16];
+  int ntold;
+} who;
+
+static void listener(zkr_election *e, int is_leader, void *ud) {
+  who *w = ud;
+  (void)e;
+  pthread_mutex_lock(&w->mu);
+  if (w->ntold < 16) {
+    w->told[w->ntold] = is_leader;
+    w->at[w->ntold] = zkt_now_ms();
+  }
+  w->ntold++;
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void who_open(who *w, const char *to, const char *path, const char *id,
+                     int keep, int timeout) {
+  memset(w, 0, sizeof *w);
+  pthread_mutex_init(&w->mu, NULL);
+  w->s = zkt_connect(to, timeout);
+  zkr_election_opts *o = NULL;
+  zkr_election_opts_new(&o);
+  zkr_election_opts_set_id(o, id);
+  zkr_election_opts_set_listener(o, listener, w);
+  zkr_election_opts_set_suspend(o, keep ? ZKR_ELECTION_SUSPEND_KEEP
+                                        : ZKR_ELECTION_SUSPEND_DROP);
+  if (zkr_election_new(&w->e, w->s, path, o) != ZKR_OK)
+    tap_bail("zkr_election_new");
+  zkr_election_opts_free(o);
+}
+
+static void who_close(who *w) {
+  if (w->e)
+    zkr_election_free(w->e);
+  zkr_session_close(w->s);
+  pthread_mutex_destroy(&w->mu);
+}
+
+/* The listener's record as "1,0,1". */
+static const char *told(who *w) {
+  static char buf[4][64];
+  static int k;
+  char *b = buf[k++ % 4];
+  b[0] = '\0';
+  pthread_mutex_lock(&w->mu);
+  for (int i = 0; i < w->ntold && i < 16; i++)
+    snprintf(b + strlen(b), 64 - strlen(b), "%s%d", i ? "," : "", w->told[i]);
+  pthread_mutex_unlock(&w->mu);
+  return b;
+}
+/* When the listener was told @v the @nth time (0: first), or -1. */
+static int64_t told_at(who *w, int v, int nth) {
+  int64_t t = -1;
+  pthread_mutex_lock(&w->mu);
+  for (int i = 0; i < w->ntold && i < 16; i++)
+    if (w->told[i] == v && nth-- == 0) {
+      t = w->at[i];
+      break;
+    }
+  pthread_mutex_unlock(&w->mu);
+  return t;
+}
+
+struct told_arg {
+  who *w;
+  const char *want;
+};
+static int told_becomes(void *arg) {
+  struct told_arg *t = arg;
+  return strcmp(told(t->w), t->want) == 0;
+}
+static int wait_told(who *w, const char *want, int64_t ms) {
+  struct told_arg t = {w, want};
+  return zkt_wait_for(told_becomes, &t, ms);
+}
+
+/* The session's events recorded by a zkt_rec. */
+static int saw(zkt_rec *r, zkr_session_event ev) {
+  return zkt_rec_find(r, ev, NULL, NULL);
+}
+
+struct conn_arg {
+  zkr_session *s;
+};
+static int connected(void *arg) {
+  return zkr_session_state_get(((struct conn_arg *)arg)->s) ==
+         ZKR_STATE_CONNECTED;
+}
+
+/* While the cut lasts, is_leader is polled: 1 if it never read 0. */
+struct poll_arg {
+  zkr_election *e;
+  zkr_session *s;
+  int always;
+  int stop;
+  pthread_mutex_t mu;
+};
+static void *poll_leader(void *arg) {
+  struct poll_arg *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    if (stop)
+      break;
+    if (!zkr_election_is_leader(p->e)) {
+      pthread_mutex_lock(&p->mu);
+      p->always = 0;
+      pthread_mutex_unlock(&p->mu);
+    }
+    usleep(2000);
+  }
+  return NULL;
+}
+
+static void short_cut(const char *path, int keep) {
+  const char *mode = keep ? "KEEP" : "DROP";
+  who a, b;
+  who_open(&a, via, path, "a", keep, 8000);
+  who_open(&b, hosts, path, "b", keep, 8000);
+  zkt_rec r;
+  zkt_rec_init(&r);
+  zkr_session_add_listener(a.s, zkt_rec_fn, &r, NULL);
+  zkr_election_start(a.e);
+  is(zkr_election_await(a.e, 10000), ZKR_OK, "%s: a leads", mode);
+  zkr_election_start(b.e);
+  ok(zkt_children_become(admin, path, 2, 10000), "%s: b queued behind it",
+     mode);
+  char node[600], data[600];
+  zkr_election_node(a.e, node, sizeof node);
+  int64_t token = zkr_election_fencing_token(a.e);
+  snprintf(data, sizeof data, "%s-data", path);
+  zkr__zk_create(admin, data, "0", 1, 0, zkr__deadline(5000), NULL);
+
+  struct poll_arg pa = {a.e, a.s, 1, 0, PTHREAD_MUTEX_INITIALIZER};
+  pthread_t th;
+  pthread_create(&th, NULL, poll_leader, &pa);
+  zkt_proxy_cmd("cut-all");
+  ok(zkt_proxy_wait("done cut-all", ++n_cut, 5000), "%s: a's connection cut",
+     mode);
+  ok(zkt_rec_wait(&r, ZKR_EV_RECONNECTED, 20000),
+     "%s: a's session reconnects (the same session)", mode);
+  struct conn_arg ca = {a.s};
+  zkt_wait_for(connected, &ca, 10000);
+  if (keep) {
+    /* give a DROP-style report the time to arrive, if it were coming */
+    usleep(500000);
+    pthread_mutex_lock(&pa.mu);
+    pa.stop = 1;
+    pthread_mutex_unlock(&pa.mu);
+    pthread_join(th, NULL);
+    ok(saw(&r, ZKR_EV_SUSPENDED), "KEEP: the session was suspended");
+    is(strcmp(told(&a), "1"), 0,
+       "KEEP: a's listener was told 1 only, never 0 (%s)", told(&a));
+    ok(pa.always, "KEEP: is_leader read 1 throughout the cut");
+    char node2[600];
+    zkr_election_node(a.e, node2, sizeof node2);
+    is(strcmp(node, node2), 0, "KEEP: the same node");
+    is(zkr_election_fencing_token(a.e), token, "KEEP: the same token");
+    is(zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000), ZKR_OK,
+       "KEEP: its guarded write commits after the reconnection");
+  } else {
+    pthread_mutex_lock(&pa.mu);
+    pa.stop = 1;
+    pthread_mutex_unlock(&pa.mu);
+    pthread_join(th, NULL);
+    ok(wait_told(&a, "1,0,1", 20000),
+       "DROP: a is told 0 at the cut, then 1 again: its node is still first "
+       "(%s)",
+       told(&a));
+    /* (is_leader is 0 only between SUSPENDED and RECONNECTED, which on
+     * loopback can be shorter than any polling period: the listener's
+     * record above is the evidence) */
+    ok(zkr_election_is_leader(a.e), "DROP: a leads again");
+    is(zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000), ZKR_OK,
+       "DROP: and its guarded write commits");
+  }
+  is(strcmp(told(&b), ""), 0, "%s: b was never told it leads (%s)", mode,
+     told(&b));
+  zkr__zk_delete(admin, data, -1, zkr__deadline(5000));
+  who_close(&a);
+  ok(wait_told(&b, "1", 10000), "%s: once a leaves, b leads", mode);
+  who_close(&b);
+  ok(zkt_children_become(admin, path, 0, 10000), "%s: nothing left", mode);
+}
+
+/* While suspended (the connection cut, every reconnection refused, the
+ * session still alive): what the leader reads. Under DROP it does not
+ * lead, so no token and no node; under KEEP it leads, with its token and
+ * node, but its guarded writes send nothing until the connection is back
+ * and its node confirmed (docs/election.md). */
+static void suspended(const char *path, int keep) {
+  const char *mode = keep ? "KEEP" : "DROP";
+  who a, b;
+  who_open(&a, via, path, "a", keep, 20000);
+  who_open(&b, hosts, path, "b", keep, 20000);
+  zkt_rec r;
+  zkt_rec_init(&r);
+  zkr_session_add_listener(a.s, zkt_rec_fn, &r, NULL);
+  zkr_election_start(a.e);
+  is(zkr_election_await(a.e, 10000), ZKR_OK, "%s suspended: a leads", mode);
+  zkr_election_start(b.e);
+  ok(zkt_children_become(admin, path, 2, 10000),
+     "%s suspended: b queued behind it", mode);
+  char node[600], node2[600], data[600];
+  is(zkr_election_node(a.e, node, sizeof node), ZKR_OK,
+     "%s suspended: a's node", mode);
+  int64_t token = zkr_election_fencing_token(a.e);
+  ok(token > 0, "%s suspended: a's token", mode);
+  snprintf(data, sizeof data, "%s-data", path);
+  zkr__zk_create(admin, data, "0", 1, 0, zkr__deadline(5000), NULL);
+
+  zkt_proxy_cmd("refuse");
+  ok(zkt_proxy_wait("done refuse", ++n_refuse, 5000),
+     "%s suspended: the proxy refuses new connections", mode);
+  zkt_proxy_cmd("cut-all");
+  ok(zkt_proxy_wait("done cut-all", ++n_cut, 5000),
+     "%s suspended: a's connection cut", mode);
+  ok(zkt_rec_wait(&r, ZKR_EV_SUSPENDED, 20000),
+     "%s suspended: a's session is suspended", mode);
+  if (keep) {
+    ok(zkr_election_is_leader(a.e), "KEEP suspended: a still leads");
+    is(zkr_election_fencing_token(a.e), token,
+       "KEEP suspended: its token is readable");
+    is(zkr_election_node(a.e, node2, sizeof node2), ZKR_OK,
+       "KEEP suspended: its node is readable");
+    is(strcmp(node, node2), 0, "KEEP suspended: the same node");
+  } else {
+    ok(wait_told(&a, "1,0", 10000), "DROP suspended: a was told 0 (%s)",
+       told(&a));
+    ok(!zkr_election_is_leader(a.e), "DROP suspended: a does not lead");
+    is(zkr_election_fencing_token(a.e), 0, "DROP suspended: no token");
+    is(zkr_election_node(a.e, node2, sizeof node2), ZKR_ENOTHELD,
+       "DROP suspended: no node (ZKR_ENOTHELD)");
+    is(strcmp(node2, ""), 0, "DROP suspended: the buffer is emptied");
+  }
+  is(zkr_election_guarded_set(a.e, data, "a", 1, -1, 2000), ZKR_ENOTHELD,
+     "%s suspended: a guarded write sends nothing (ZKR_ENOTHELD)", mode);
+  is(zkt_children(admin, path), 2, "%s suspended: both nodes stay", mode);
+  is(strcmp(told(&b), ""), 0, "%s suspended: b is not told it leads (%s)", mode,
+     told(&b));
+
+  zkt_proxy_cmd("accept");
+  ok(zkt_proxy_wait("done accept", ++n_accept, 5000),
+     "%s suspended: the proxy accepts again", mode);
+  ok(zkt_rec_wait(&r, ZKR_EV_RECONNECTED, 30000),
+     "%s suspended: a's session reconnects (the same session)", mode);
+  ok(wait_told(&a, keep ? "1" : "1,0,1", 20000),
+     "%s suspended: a was told %s (%s)", mode, keep ? "1 only" : "1,0,1",
+     told(&a));
+  struct conn_arg ca = {a.s};
+  zkt_wait_for(connected, &ca, 10000);
+  is(zkr_election_fencing_token(a.e), token,
+     "%s suspended: then the same token", mode);
+  int rc = ZKR_ENOTHELD;
+  for (int i = 0; i < 100 && rc == ZKR_ENOTHELD; i++) {
+    rc = zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000);
+    if (rc == ZKR_ENOTHELD)
+      usleep(100000); /* its node not yet confirmed */
+  }
+  is(rc, ZKR_OK, "%s suspended: its guarded write commits once confirmed",
+     mode);
+  zkr__zk_delete(admin, data, -1, zkr__deadline(5000));
+  who_close(&a);
+  ok(wait_told(&b, "1", 10000), "%s suspended: once a leaves, b leads", mode);
+  who_close(&b);
+  ok(zkt_children_become(admin, path, 0, 10000), "%s suspended: nothing left",
+     mode);
+}
+
+int main(void) {
+  tap_init(300);
+  hosts = zkt_start(1);
+  int port = zkt_proxy_start(hosts);
+  snprintf(via, sizeof via, "127.0.0.1:%d", port);
+  zkt_root("t-election-connloss");
+  admin = zkt_connect(hosts, 10000);
+
+  short_cut(zkt_path("keep"), 1);
+  short_cut(zkt_path("drop"), 0);
+  suspended(zkt_path("keep-suspended"), 1);
+  suspended(zkt_path("drop-suspended"), 0);
+
+  /* ---- KEEP, an outage past the session timeout ---- */
+  {
+    const char *path = zkt_path("outage");
+    who a, b;
+    who_open(&a, via, path, "a", 1, 4000);
+    who_open(&b, hosts, path, "b", 1, 10000);
+    zkr_election_start(a.e);
+    is(zkr_election_await(a.e, 10000), ZKR_OK, "outage: a leads");
+    zkr_election_start(b.e);
+    ok(zkt_children_become(admin, path, 2, 10000), "outage: b queued");
+    char node[600], data[600];
+    zkr_election_node(a.e, node, sizeof node);
+    snprintf(data, sizeof data, "%s-data", path);
+    zkr__zk_create(admin, data, "0", 1, 0, zkr__deadline(5000), NULL);
+    zkt_proxy_cmd("blackhole");
+    ok(zkt_proxy_wait("done blackhole", ++n_black, 5000),
+       "outage: a's connection black-holed");
+    ok(wait_told(&b, "1", 30000),
+       "outage: the server expires a's session and b leads");
+    ok(wait_told(&a, "1,0", 5000), "outage: a was told 0 (%s)", told(&a));
+    int64_t a0 = told_at(&a, 0, 0), b1 = told_at(&b, 1, 0);
+    ok(a0 >= 0 && b1 >= 0 && a0 <= b1,
+       "outage: a was told 0 before b was told 1 (a's session clock)");
+    ok(!zkr_election_is_leader(a.e), "outage: a does not lead");
+    ok(zkr_election_guarded_set(a.e, data, "a", 1, -1, 2000) != ZKR_OK,
+       "outage: a's guarded write fails");
+    zkt_proxy_cmd("flow");
+    ok(zkt_proxy_wait("done flow", ++n_flow, 5000),
+       "outage: the connection flows");
+    ok(zkt_children_become(admin, path, 2, 30000),
+       "outage: a queued again (two nodes: b's and a's new one)");
+    struct conn_arg ca = {a.s};
+    zkt_wait_for(connected, &ca, 30000);
+    zkr__result res;
+    memset(&res, 0, sizeof res);
+    ok(zkr__zk_exists(admin, node, zkr__deadline(5000), &res) != ZKR_OK,
+       "outage: its old node is gone (the new one is another)");
+    ok(zkr_election_is_leader(b.e) && !zkr_election_is_leader(a.e),
+       "outage: b leads, a waits behind it");
+    is(strcmp(told(&b), "1"), 0, "outage: b was told once (%s)", told(&b));
+    zkr__zk_delete(admin, data, -1, zkr__deadline(5000));
+    who_close(&b);
+    ok(wait_told(&a, "1,0,1", 10000), "outage: then a leads again (%s)",
+       told(&a));
+    who_close(&a);
+    ok(zkt_children_become(admin, path, 0, 10000), "outage: nothing left");
+  }
+
+  /* ---- free during an outage ---- */
+  {
+    const char *path = zkt_path("free");
+    who a, b;
+    who_open(&a, via, path, "a", 0, 10000);
+    who_open(&b, hosts, path, "b", 0, 10000);
+    zkr_election_start(a.e);
+    is(zkr_election_await(a.e, 10000), ZKR_OK, "free: a leads");
+    zkr_election_start(b.e);
+    ok(zkt_children_become(admin, path, 2, 10000), "free: b queued");
+    zkt_proxy_cmd("blackhole");
+    ok(zkt_proxy_wait("done blackhole", ++n_black, 5000),
+       "free: a's connection black-holed");
+    zkr_election_free(a.e);
+    a.e = NULL;
+    ok(1, "free: a freed while its connection is down");
+    is(zkt_children(admin, path), 2, "free: its node is still there");
+    zkt_proxy_cmd("flow");
+    ok(zkt_proxy_wait("done flow", ++n_flow, 5000),
+       "free: the connection flows");
+    ok(wait_told(&b, "1", 20000),
+       "free: once the connection is back its node goes and b leads");
+    ok(zkt_settled_children(a.s, admin, path) == 1,
+       "free: only b's node is left");
+    who_close(&a);
+    who_close(&b);
+    ok(zkt_children_become(admin, path, 0, 10000), "free: nothing left");
+  }
+
+  zkr_session_close(admin);
+  is(zkt_proxy_stop(), 0, "the proxy exits cleanly");
+  return tap_done();
+}
