@@ -51,10 +51,10 @@ ok $? "-r -t 0 while a reader holds: runs at once (got $st)"
 date +%s%N >"$tmp/w.queued"
 "$zl" --exclusive "$root/b" -- sh -c "date +%s%N >'$tmp/w.start'; sleep 0.3; date +%s%N >'$tmp/w.end'" &
 w=$!; pids+=($w)
-wait_for 20 test "$(children "$root/b")" = 2
+children_reach 20 2 "$root/b"
 "$zl" --read "$root/b" -- sh -c "date +%s%N >'$tmp/r2.start'" &
 r2=$!; pids+=($r2)
-wait_for 20 test "$(children "$root/b")" = 3
+children_reach 20 3 "$root/b"
 sleep 0.3
 [ ! -e "$tmp/w.start" ] && [ ! -e "$tmp/r2.start" ]
 ok $? "a writer queued behind the reader waits, and so does a reader queued behind the writer"
@@ -74,7 +74,7 @@ c2=$!; pids+=($c2)
 wait_for 20 test -e "$tmp/c1" -a -e "$tmp/c2"
 "$zl" --write "$root/c" -- true &
 c3=$!; pids+=($c3)
-wait_for 20 test "$(children "$root/c")" = 3
+children_reach 20 3 "$root/c"
 "$zls" --json "$root/c" >"$tmp/c.json" 2>"$tmp/c.err"
 $py - "$tmp/c.json" <<'PY'
 import json, sys

@@ -80,13 +80,17 @@ wait_for() { # wait_for SECONDS CMD...
   while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.05; done
   return 1
 }
-# term_blocked PID NAME: the process is the program NAME itself (not
-# libtool's wrapper script, a bash that blocks SIGTERM around each of its
-# forks) and one of its threads has SIGTERM (15, bit 0x4000) blocked (the
-# main thread's mask shows it unblocked while it waits in sigtimedwait)
+# term_blocked PID NAME: the process runs the program NAME itself (its
+# executable is NAME or libtool's lt-NAME, not the bash that runs libtool's
+# wrapper script: that one's comm is NAME too, and bash blocks SIGTERM
+# around each of its forks) and one of its threads has SIGTERM (15, bit
+# 0x4000) blocked (the main thread's mask shows it unblocked while it waits
+# in sigtimedwait)
 term_blocked() {
-  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] || return 1
-  local t m
+  local exe t m
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+  exe=${exe% (deleted)}
+  case ${exe##*/} in "$2" | "lt-$2") ;; *) return 1 ;; esac
   for t in /proc/"$1"/task/*/status; do
     m=$(awk '/^SigBlk:/ {print $2}' "$t" 2>/dev/null) || continue
     [ -n "$m" ] && [ $((0x$m & 0x4000)) -ne 0 ] && return 0
@@ -118,6 +122,27 @@ print(n); zk.stop()
 PY
 }
 
+
+# children_reach SECONDS N PATH...: the paths come to have N children in
+# all within SECONDS (polled from one client; exit 1 if not). Use this, not
+# wait_for with "$(children ...)", whose $(...) runs once, before wait_for
+# polls its result.
+children_reach() {
+  "$py" - "$hosts" "$@" <<'PY' 2>/dev/null
+import sys, time
+from kazoo.client import KazooClient
+secs, want, paths = float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+deadline = time.time() + secs
+while True:
+    n = sum(len(zk.get_children(p)) for p in paths if zk.exists(p))
+    if n == want or time.time() > deadline:
+        break
+    time.sleep(0.05)
+zk.stop()
+sys.exit(0 if n == want else 1)
+PY
+}
 # journal_verdict FILE: check an election journal of lockworker's latch and
 # selector lines ("ACQ pid seq token t", "TOUCH pid token t", ...): the
 # leaders' terms never overlap, only the current leader writes, with its
