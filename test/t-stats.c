@@ -405,6 +405,37 @@ int main(void) {
     ok(untouched, "nothing written past the size given");
   }
 
+  /* the session's own: a connection cut (test/zkproxy) is one
+   * suspension and one reconnection to the same session, no loss */
+  {
+    int port = zkt_proxy_start(hosts);
+    char via[64];
+    snprintf(via, sizeof via, "127.0.0.1:%d", port);
+    zkr_session *c = zkt_connect(via, 10000);
+    zkr_stats before, after;
+    zkr_session_stats(c, &before, sizeof before);
+    ok(before.suspensions == 0 && before.reconnects == 0 && before.losses == 0,
+       "a new session: no suspension, reconnection or loss");
+    int64_t sid = zkr_session_id(c);
+    zkt_proxy_cmd("cut-all");
+    ok(zkt_proxy_wait("done cut-all", 1, 5000), "its connection cut");
+    int64_t end = zkt_now_ms() + 20000;
+    do {
+      usleep(50000);
+      zkr_session_stats(c, &after, sizeof after);
+    } while ((after.reconnects == 0 || after.state != ZKR_STATE_CONNECTED) &&
+             zkt_now_ms() < end);
+    is(zkr_session_wait_connected(c, 20000), ZKR_OK, "c is connected again");
+    zkr_session_stats(c, &after, sizeof after);
+    ok(zkr_session_id(c) == sid, "in the same ZooKeeper session");
+    ok(after.suspensions == 1 && after.reconnects == 1 && after.losses == 0,
+       "one suspension, one reconnection, no loss (%llu, %llu, %llu)",
+       (unsigned long long)after.suspensions,
+       (unsigned long long)after.reconnects, (unsigned long long)after.losses);
+    zkr_session_close(c);
+    is(zkt_proxy_stop(), 0, "the proxy exits cleanly");
+  }
+
   /* the session's own: a forced expiry is one loss, and the session
    * renews itself */
   {
