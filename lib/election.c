@@ -430,7 +430,7 @@ struct zkr_election_observer {
   char *path;
   zkr_observe_fn fn;
   void *ud;
-  uint64_t hook_id;
+  zkr__hook *hook;
   uint64_t watch_id;
   zkr__watch_kind watch_kind;
   int busy, again;
@@ -708,7 +708,7 @@ int zkr_election_observe(zkr_session *s, const char *path, zkr_observe_fn fn,
   zkr__session_ref(s);
   o->fn = fn;
   o->ud = user_data;
-  if (zkr__session_hook_add(s, obs_hook, o, &o->hook_id) != ZKR_OK) {
+  if (zkr__session_hook_add(s, obs_hook, o, &o->hook) != ZKR_OK) {
     obs_unref(o);
     return ZKR_ENOMEM;
   }
@@ -722,7 +722,7 @@ int zkr_election_observe(zkr_session *s, const char *path, zkr_observe_fn fn,
 void zkr_election_observer_free(zkr_election_observer *o) {
   if (!o)
     return;
-  zkr__session_hook_remove(o->s, o->hook_id);
+  zkr__session_hook_remove(o->s, o->hook);
   pthread_mutex_lock(&o->mu);
   o->freed = 1;
   if (o->watch_id) {

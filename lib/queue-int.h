@@ -45,7 +45,7 @@ struct zkr__queue {
   const zkr__qpolicy *pol;
   char *data;
   int datalen;
-  uint64_t hook_id;
+  zkr__hook *hook;
   int freed;
   int cb_running; /* a user callback runs */
 

@@ -622,7 +622,7 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
   pthread_mutex_init(&q->mu, NULL);
   zkr__cond_init(&q->cv);
   zkr__session_ref(s);
-  int rc = zkr__session_hook_add(s, state_hook, q, &q->hook_id);
+  int rc = zkr__session_hook_add(s, state_hook, q, &q->hook);
   if (rc != ZKR_OK) {
     q_destroy(q);
     return rc;
@@ -635,7 +635,7 @@ void zkr__queue_free(zkr__queue *q) {
   if (!q)
     return;
   /* After this no state hook runs (and none is running). */
-  zkr__session_hook_remove(q->s, q->hook_id);
+  zkr__session_hook_remove(q->s, q->hook);
   pthread_mutex_lock(&q->mu);
   q->freed = 1;
   q->state_fn = NULL;

@@ -88,7 +88,7 @@ struct zkr_semaphore {
   int count_err;     /* the last read's zkr error (ZKR_OK when known) */
   int count_in_prep; /* the read in flight is the preparation's */
   uint64_t count_watch;
-  uint64_t hook_id;
+  zkr__hook *hook;
 };
 
 /* A job run on the event thread (post_job). */

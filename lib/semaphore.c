@@ -537,8 +537,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
     sem->state_ud = opts->state_ud;
     sem->watch_node = opts->watch_node;
   }
-  if (cpath && zkr__session_hook_add(s, zkr__sem_count_hook, sem,
-                                     &sem->hook_id) != ZKR_OK)
+  if (cpath &&
+      zkr__session_hook_add(s, zkr__sem_count_hook, sem, &sem->hook) != ZKR_OK)
     goto nomem;
   *out = sem;
   return ZKR_OK;
@@ -708,8 +708,7 @@ static void job_teardown(zkr_semaphore *sem, struct acq *unused) {
 void zkr_semaphore_free(zkr_semaphore *sem) {
   if (!sem)
     return;
-  if (sem->hook_id)
-    zkr__session_hook_remove(sem->s, sem->hook_id);
+  zkr__session_hook_remove(sem->s, sem->hook);
   zkr__sem_sem_lock(sem);
   sem->freeing = 1;
   if (zkr__tls_in_callback) {

@@ -64,13 +64,14 @@ struct listener {
   struct listener *next;
 };
 
-struct hook {
+struct zkr__hook {
   uint64_t id;
   zkr__state_hook fn;
   void *ctx;
   int running; /* call_hooks() runs it (in this many threads) */
   int dead;    /* removed while it ran: the last call_hooks() frees it */
-  struct hook *next;
+  struct zkr__hook *next, *prev; /* (a list, for O(1) adds and removals:
+                                   one hook per lock object) */
 };
 
 struct watch {
@@ -150,9 +151,7 @@ struct zkr_session {
   uint64_t ev_seq;
   uint64_t node_events; /* node watch events received (tests, benchmark) */
   struct listener *listeners;
-  struct hook *hooks;
-  struct hook **hooks_tail; /* where the next hook goes (O(1) adds: one
-                               per lock object) */
+  struct zkr__hook *hooks, *hooks_last;
   struct watch *watches;
   uint64_t running_listener;
   uint64_t running_hook;

@@ -98,7 +98,7 @@ static void bgdel_owned(void *p) {
 
 static void session_free(zkr_session *s) {
   free_list(s->listeners, offsetof(struct listener, next), NULL);
-  free_list(s->hooks, offsetof(struct hook, next), NULL);
+  free_list(s->hooks, offsetof(struct zkr__hook, next), NULL);
   free_list(s->watches, offsetof(struct watch, next), watch_owned);
   free_list(s->timers, offsetof(struct timer, next), timer_owned);
   free_list(s->bgdels, offsetof(struct bgdel, next), bgdel_owned);
@@ -243,7 +243,7 @@ static void *event_main(void *arg) {
  * O(hooks), not O(hooks^2), for a session with many lock objects. */
 static void call_hooks(zkr_session *s, zkr_session_event ev, int64_t sid) {
   pthread_mutex_lock(&s->mu);
-  struct hook *h = s->hooks;
+  struct zkr__hook *h = s->hooks;
   while (h) {
     zkr__state_hook fn = h->fn;
     void *ctx = h->ctx;
@@ -273,37 +273,43 @@ static void call_hooks(zkr_session *s, zkr_session_event ev, int64_t sid) {
 }
 
 int zkr__session_hook_add(zkr_session *s, zkr__state_hook fn, void *ctx,
-                          uint64_t *id) {
-  struct hook *h = calloc(1, sizeof *h);
+                          zkr__hook **out) {
+  struct zkr__hook *h = calloc(1, sizeof *h);
   if (!h)
     return ZKR_ENOMEM;
   h->fn = fn;
   h->ctx = ctx;
   pthread_mutex_lock(&s->mu);
   h->id = ++s->next_id;
-  *s->hooks_tail = h;
-  s->hooks_tail = &h->next;
-  if (id)
-    *id = h->id;
+  h->prev = s->hooks_last;
+  if (s->hooks_last)
+    s->hooks_last->next = h;
+  else
+    s->hooks = h;
+  s->hooks_last = h;
+  if (out)
+    *out = h;
   pthread_mutex_unlock(&s->mu);
   return ZKR_OK;
 }
 
-void zkr__session_hook_remove(zkr_session *s, uint64_t id) {
+void zkr__session_hook_remove(zkr_session *s, zkr__hook *h) {
+  if (!h)
+    return;
   pthread_mutex_lock(&s->mu);
-  for (struct hook **pp = &s->hooks; *pp; pp = &(*pp)->next) {
-    if ((*pp)->id == id) {
-      struct hook *h = *pp;
-      *pp = h->next;
-      if (s->hooks_tail == &h->next)
-        s->hooks_tail = pp;
-      if (h->running > 0)
-        h->dead = 1; /* the last call_hooks() running it frees it */
-      else
-        free(h);
-      break;
-    }
-  }
+  uint64_t id = h->id;
+  if (h->prev)
+    h->prev->next = h->next;
+  else
+    s->hooks = h->next;
+  if (h->next)
+    h->next->prev = h->prev;
+  else
+    s->hooks_last = h->prev;
+  if (h->running > 0)
+    h->dead = 1; /* the last call_hooks() running it frees it */
+  else
+    free(h);
   while (s->running_hook == id &&
          !pthread_equal(s->running_hook_thread, pthread_self()))
     pthread_cond_wait(&s->cv, &s->mu);
@@ -622,7 +628,6 @@ int zkr_session_new(zkr_session **out, const char *hosts,
     return ZKR_ENOMEM;
   }
   pthread_mutex_init(&s->mu, NULL);
-  s->hooks_tail = &s->hooks;
   pthread_mutex_init(&s->alert_mu, NULL);
   pthread_cond_init(&s->alert_cv, NULL);
   zkr__cond_init(&s->cv);

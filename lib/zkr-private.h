@@ -118,9 +118,13 @@ int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
  * thread), without session locks held. Must not block. */
 typedef void (*zkr__state_hook)(zkr_session *s, zkr_session_event ev,
                                 int64_t session_id, void *ctx);
+typedef struct zkr__hook zkr__hook;
+/* Add a hook; *out (may be NULL) is its handle for the removal. */
 int zkr__session_hook_add(zkr_session *s, zkr__state_hook fn, void *ctx,
-                          uint64_t *id);
-void zkr__session_hook_remove(zkr_session *s, uint64_t id);
+                          zkr__hook **out);
+/* Remove a hook added to @s (NULL: nothing), in O(1); once it returns the
+ * hook is not running on any other thread, and never runs again. */
+void zkr__session_hook_remove(zkr_session *s, zkr__hook *h);
 
 /* Watch registry: the session's single global watcher hands each node
  * event to the registrants for that path, once (watches are one-shot). */
