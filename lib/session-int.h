@@ -4,8 +4,9 @@
  * calls between its files.
  *
  *   session.c   the ZooKeeper handle, connecting, the session states and
- *               the session clock, listeners and internal hooks, the
- *               event thread, the public session API
+ *               the session clock, listeners, the event thread, the
+ *               public session API
+ *   hooks.c     the internal state hooks
  *   sessopts.c  the options and their defaults
  *   watch.c     the watch registry (data and child watches)
  *   timer.c     timers that run closures on the event thread
@@ -199,6 +200,11 @@ void zkr__alerts_destroy(zkr_session *s);
 /* ---- session.c ---- */
 /* Under s->mu: queue @e for the event thread. */
 void zkr__event_push_locked(zkr_session *s, struct event *e);
+
+/* ---- hooks.c ---- */
+/* Without s->mu: run every internal state hook for @ev (in the order
+ * added; a hook added meanwhile runs too). */
+void zkr__hooks_call(zkr_session *s, zkr_session_event ev, int64_t sid);
 
 /* ---- watch.c ---- */
 /* Hand a node event to the registrants of @path it fires (one-shot). */

@@ -13,10 +13,10 @@
  * thread is inside a zoo_a* call on it (s->zh_users == 0).
  *
  * Owns: the handle and its replacement, the session states, the session
- * clock (pause detection, the lost fraction), listeners, internal hooks,
- * the event queue and thread, the life of struct zkr_session. The watch
- * registry (watch.c), timers (timer.c), background deletions
- * (bgdelete.c) and options (sessopts.c) are parts of their own (see
+ * clock (pause detection, the lost fraction), listeners, the event queue
+ * and thread, the life of struct zkr_session. The internal state hooks
+ * (hooks.c), watch registry (watch.c), timers (timer.c), background
+ * deletions (bgdelete.c) and options (sessopts.c) are parts of their own (see
  * session-int.h); this file must not touch their lists except to free
  * them.
  */
@@ -235,88 +235,6 @@ static void *event_main(void *arg) {
 }
 
 /* ------------------------------------------------------------------ */
-/* internal hooks: called with s->mu NOT held */
-
-/* In list order, which is id order; a hook added meanwhile (at the tail)
- * runs too. The running hook is not freed while it runs (a removal marks
- * it dead), so its successor is found in O(1): one state event costs
- * O(hooks), not O(hooks^2), for a session with many lock objects. */
-static void call_hooks(zkr_session *s, zkr_session_event ev, int64_t sid) {
-  pthread_mutex_lock(&s->mu);
-  struct zkr__hook *h = s->hooks;
-  while (h) {
-    zkr__state_hook fn = h->fn;
-    void *ctx = h->ctx;
-    h->running++;
-    s->running_hook = h->id;
-    s->running_hook_thread = pthread_self();
-    pthread_mutex_unlock(&s->mu);
-    fn(s, ev, sid, ctx);
-    pthread_mutex_lock(&s->mu);
-    s->running_hook = 0;
-    pthread_cond_broadcast(&s->cv);
-    if (--h->running == 0 && !h->dead) {
-      h = h->next;
-    } else if (h->dead) {
-      /* removed while it ran: its next pointer may be stale */
-      uint64_t last = h->id;
-      if (h->running == 0)
-        free(h);
-      h = s->hooks;
-      while (h && h->id <= last)
-        h = h->next;
-    } else {
-      h = h->next; /* (still run by another thread) */
-    }
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-int zkr__session_hook_add(zkr_session *s, zkr__state_hook fn, void *ctx,
-                          zkr__hook **out) {
-  struct zkr__hook *h = calloc(1, sizeof *h);
-  if (!h)
-    return ZKR_ENOMEM;
-  h->fn = fn;
-  h->ctx = ctx;
-  pthread_mutex_lock(&s->mu);
-  h->id = ++s->next_id;
-  h->prev = s->hooks_last;
-  if (s->hooks_last)
-    s->hooks_last->next = h;
-  else
-    s->hooks = h;
-  s->hooks_last = h;
-  if (out)
-    *out = h;
-  pthread_mutex_unlock(&s->mu);
-  return ZKR_OK;
-}
-
-void zkr__session_hook_remove(zkr_session *s, zkr__hook *h) {
-  if (!h)
-    return;
-  pthread_mutex_lock(&s->mu);
-  uint64_t id = h->id;
-  if (h->prev)
-    h->prev->next = h->next;
-  else
-    s->hooks = h->next;
-  if (h->next)
-    h->next->prev = h->prev;
-  else
-    s->hooks_last = h->prev;
-  if (h->running > 0)
-    h->dead = 1; /* the last call_hooks() running it frees it */
-  else
-    free(h);
-  while (s->running_hook == id &&
-         !pthread_equal(s->running_hook_thread, pthread_self()))
-    pthread_cond_wait(&s->cv, &s->mu);
-  pthread_mutex_unlock(&s->mu);
-}
-
-/* ------------------------------------------------------------------ */
 /* state machine */
 
 /* Under s->mu: the session is gone; returns the lost id. */
@@ -395,7 +313,7 @@ static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
   }
   pthread_mutex_unlock(&s->mu);
   if (have_ev)
-    call_hooks(s, ev, sid);
+    zkr__hooks_call(s, ev, sid);
 }
 
 static void global_watcher(zhandle_t *zh, int type, int state, const char *path,
@@ -523,7 +441,7 @@ static void *manager_main(void *arg) {
                s->timeout_ms);
       int64_t sid = mark_lost(s);
       pthread_mutex_unlock(&s->mu);
-      call_hooks(s, ZKR_EV_LOST, sid);
+      zkr__hooks_call(s, ZKR_EV_LOST, sid);
       pthread_mutex_lock(&s->mu);
       continue;
     }
@@ -566,7 +484,7 @@ static void *manager_main(void *arg) {
                  s->timeout_ms);
         int64_t sid = mark_lost(s);
         pthread_mutex_unlock(&s->mu);
-        call_hooks(s, ZKR_EV_LOST, sid);
+        zkr__hooks_call(s, ZKR_EV_LOST, sid);
         pthread_mutex_lock(&s->mu);
         continue;
       }
@@ -731,7 +649,7 @@ int zkr_session_close(zkr_session *s) {
   drop_handle(s);
   pthread_mutex_unlock(&s->mu);
 
-  call_hooks(s, ZKR_EV_CLOSED, sid);
+  zkr__hooks_call(s, ZKR_EV_CLOSED, sid);
 
   pthread_mutex_lock(&s->mu);
   zkr__timers_fire_locked(s, INT64_MAX); /* each still runs */
