@@ -261,23 +261,11 @@ wait $m
 ok $? "the latch's command ends, zkr-elect exits 0"
 
 # --- a cut connection, through test/zkproxy: --keep-on-suspend or not ---
-start_proxy() { # start_proxy DIR: a zkproxy to the server, its port in DIR/port
-  mkdir -p "$1" && : >"$1/events"
-  "$proxy" --listen 0 --target "$hosts" --port-file "$1/port" \
-    --control-file "$1/control" --event-file "$1/events" \
-    </dev/null >/dev/null 2>"$1/stderr" &
-  pids+=($!)
-  wait_for 10 test -s "$1/port"
-}
-pcmd() { # pcmd DIR CMD: have the proxy do CMD and wait until it is done
-  printf '%s\n' "$2" >"$1/control.tmp" && mv "$1/control.tmp" "$1/control"
-  wait_for 10 grep -qxF "done $2" "$1/events"
-}
 # the command: its pid in F.pid, "TERM" in F.log when it gets SIGTERM
 cmd_sh='echo $$ >"$0.pid"; trap "echo TERM >>\"\$0.log\"; exit 143" TERM; while :; do sleep 0.05; done'
 for mode in keep keep-outage drop; do
   px=$tmp/px-$mode f=$tmp/cmd-$mode
-  start_proxy "$px"
+  px_start "$px"
   args=()
   [ "$mode" = drop ] || args=(--keep-on-suspend)
   "$ze" "${args[@]}" -s "127.0.0.1:$(cat "$px/port")" --session-timeout 4000 \
@@ -287,7 +275,7 @@ for mode in keep keep-outage drop; do
   cpid=$(cat "$f.pid")
   case $mode in
   keep)
-    pcmd "$px" cut-all
+    px_cmd "$px" cut-all
     # the client reconnects at once, to the same session; then give a loss
     # the time to show, had there been one
     conns() { [ "$(grep -c '^conn [0-9]* open' "$px/events")" -ge 2 ]; }
@@ -299,14 +287,14 @@ for mode in keep keep-outage drop; do
     kill -TERM $e; wait $e 2>/dev/null
     ;;
   keep-outage)
-    pcmd "$px" blackhole
+    px_cmd "$px" blackhole
     wait $e; st=$?
     [ $st -eq 75 ] && grep -q '^TERM' "$f.log"
     ok $? "--keep-on-suspend: an outage past the session timeout: COMMAND gets SIGTERM, exit 75 (got $st)"
-    pcmd "$px" flow
+    px_cmd "$px" flow
     ;;
   drop)
-    pcmd "$px" cut-all
+    px_cmd "$px" cut-all
     wait $e; st=$?
     [ $st -eq 75 ] && grep -q '^TERM' "$f.log"
     ok $? "without --keep-on-suspend a cut connection ends the leadership: COMMAND gets SIGTERM, exit 75 (got $st)"

@@ -3,6 +3,7 @@
 # and JSON), Curator's and kazoo's nodes, -r over a tree, bad input and no
 # server. Runs under test/with-zk.
 set -u
+TESTLIB_NEEDS="proxy"
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 zl="$builddir/tools/zkr-lock"
 zls="$builddir/tools/zkr-ls"
@@ -10,7 +11,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-ls-$$"
-echo "1..33"
+echo "1..37"
 
 "$zls" "$root/none" >"$tmp/none.out"
 st=$?
@@ -252,6 +253,31 @@ st=$?
 [ $st -eq 64 ] && grep -qF '/a\x1b[2Jb:' "$tmp/esc.err" && ! grep -q "$(printf '\033')" "$tmp/esc.err"
 ok $? "a control character in PATH is escaped in the message (got $st: $(head -1 "$tmp/esc.err"))"
 kill $fx 2>/dev/null; wait $fx 2>/dev/null
+
+# --- --timeout: how long one path's listing may take ---
+for bad in 0 -1 0.0001 soon 2147484; do
+  "$zls" --timeout "$bad" "$root/q" >/dev/null 2>"$tmp/tb.err"
+  st=$?
+  [ $st -eq 64 ] && grep -q "^zkr-ls: invalid --timeout '$bad'" "$tmp/tb.err" || break
+done
+ok $? "--timeout 0, -1, 0.0001, soon, 2147484: usage errors, exit 64 (last: $st: $(head -1 "$tmp/tb.err"))"
+"$zls" --timeout 30 --json "$root/q" >/dev/null 2>"$tmp/t30.err"
+ok $? "--timeout 30: a listing within it, exit 0 ($(head -1 "$tmp/t30.err"))"
+# a listing that gets no answer: the proxy forwards the getChildren, then
+# swallows everything both ways. It must end at its --timeout with
+# "deadline passed": the default (10 s) would outlast the 9 s allowed, and
+# the client gives the connection up after 2/3 of the session timeout
+# (about 6.7 s) with another message.
+px_start "$tmp/px"
+px_cmd "$tmp/px" "blackhole-after-request getchildren,getchildren2"
+t0=$(date +%s%N)
+timeout 9 "$zls" -s "127.0.0.1:$(cat "$tmp/px/port")" --timeout 1 "$root/q" >"$tmp/bh.out" 2>"$tmp/bh.err"
+st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $st -eq 1 ] && grep -q "^zkr-ls: cannot read $root/q: deadline passed" "$tmp/bh.err"
+ok $? "a listing with no answer ends with exit 1 at --timeout 1 (got $st after $ms ms: $(head -1 "$tmp/bh.err"))"
+grep -q "^fired getchildren" "$tmp/px/events"
+ok $? "(the proxy swallowed it from the getChildren on)"
 
 # --- IPv6 loopback: [::1]:PORT as documented, and ::1:PORT ---
 if ip -6 addr show lo 2>/dev/null | grep -q 'inet6 ::1/'; then

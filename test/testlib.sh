@@ -97,6 +97,21 @@ term_blocked() {
   done
   return 1
 }
+# px_start DIR: a test/zkproxy to the server ($hosts), its port in
+# DIR/port, its events in DIR/events, commanded through DIR/control
+px_start() {
+  mkdir -p "$1" && : >"$1/events"
+  "$proxy" --listen 0 --target "$hosts" --port-file "$1/port" \
+    --control-file "$1/control" --event-file "$1/events" \
+    </dev/null >/dev/null 2>"$1/stderr" &
+  pids+=($!)
+  wait_for 10 test -s "$1/port"
+}
+# px_cmd DIR CMD: have the proxy of DIR do CMD and wait until it is done
+px_cmd() {
+  printf '%s\n' "$2" >"$1/control.tmp" && mv "$1/control.tmp" "$1/control"
+  wait_for 10 grep -qxF "done $2" "$1/events"
+}
 # pid_gone PID: the process no longer exists (or is a zombie awaiting reaping)
 pid_gone() {
   [ ! -e "/proc/$1" ] && return 0

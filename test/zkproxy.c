@@ -35,6 +35,11 @@
  *       ping, getchildren2, check, multi, create2, createcontainer, createttl,
  *       auth, setwatches, setwatches2, addwatch, closesession (any case).
  *       Arming again replaces the list and the path.
+ *   blackhole-after-request TYPE[,TYPE...] [/PATH]
+ *       the same, but instead of the cut: the request is forwarded in full,
+ *       then the proxy black-holes (as "blackhole") from that frame on, its
+ *       reply in particular; "flow" ends it. Arming either kind replaces
+ *       the other.
  *   cut-all       close every current connection (client side with RST)
  *   refuse        accept new connections and reset them at once
  *   accept        serve new connections again
@@ -53,7 +58,8 @@
  *
  * Event file (--event-file, append mode, one line per event, flushed):
  *   done <command>                  a command was executed
- *   fired <type> xid=<xid>          an armed cut-after-request fired
+ *   fired <type> xid=<xid>          an armed cut-after-request or
+ *                                   blackhole-after-request fired
  *                                   (<type>: its name, or its number)
  *   error <message>                 a command was rejected
  *   conn <id> open                  a client connection was accepted
@@ -308,6 +314,7 @@ static int next_id = 1;
 static int refusing, blackholed;
 static int armed_types[MAX_ARMED], n_armed;
 static char armed_path[512]; /* "" or what the request's path must contain */
+static int armed_blackhole;  /* armed: blackhole-after-request, not a cut */
 
 static struct sockaddr_storage target_addr;
 static socklen_t target_len;
@@ -442,8 +449,8 @@ static void type_text(int type, char *s, size_t n) {
     snprintf(s, n, "%d", type);
 }
 
-/* Look at one whole frame of direction @d; return whether it fires the
- * armed cut. */
+/* Look at one whole frame of direction @d; return whether it fires what
+ * is armed: 1 the cut, 2 the black hole. */
 static int inspect(conn *c, int d, const unsigned char *f, int32_t len) {
   long n = c->frames[d]++;
   char t[32];
@@ -469,8 +476,9 @@ static int inspect(conn *c, int d, const unsigned char *f, int32_t len) {
         path_armed(f + 8, len - 8)) {
       n_armed = 0;
       event("fired %s xid=%d", t, xid);
-      dbg("conn %d: cut-after-request fired on %s xid=%d", c->id, t, xid);
-      return 1;
+      dbg("conn %d: %s-after-request fired on %s xid=%d", c->id,
+          armed_blackhole ? "blackhole" : "cut", t, xid);
+      return armed_blackhole ? 2 : 1;
     }
     return 0;
   }
@@ -509,7 +517,9 @@ static void frame(conn *c, int d) {
         if (!blackholed)
           buf_append(out, in->data + in->off, 4 + (size_t)len);
         buf_consume(in, 4 + (size_t)len);
-        if (cut) {
+        if (cut == 2) {
+          blackholed = 1; /* the request went; nothing more does */
+        } else if (cut) {
           c->cutting = 1;
           buf_free(in); /* later frames are never forwarded */
         }
@@ -638,11 +648,13 @@ static void command(char *line) {
   if (*s == '\0' || *s == '#')
     return;
   dbg("command: %s", s);
-  if (strncmp(s, "cut-after-request", 17) == 0 &&
-      (s[17] == ' ' || s[17] == '\t' || s[17] == '\0')) {
+  size_t kw = strncmp(s, "cut-after-request", 17) == 0         ? 17
+              : strncmp(s, "blackhole-after-request", 23) == 0 ? 23
+                                                               : 0;
+  if (kw && (s[kw] == ' ' || s[kw] == '\t' || s[kw] == '\0')) {
     char list[512], path[512] = "", *save = NULL, *tok;
     int types[MAX_ARMED], n = 0;
-    const char *arg = s + 17;
+    const char *arg = s + kw;
     while (*arg == ' ' || *arg == '\t')
       arg++;
     snprintf(list, sizeof list, "%s", arg);
@@ -666,6 +678,7 @@ static void command(char *line) {
     }
     memcpy(armed_types, types, sizeof types[0] * (size_t)n);
     n_armed = n;
+    armed_blackhole = kw == 23;
     snprintf(armed_path, sizeof armed_path, "%s", path);
   } else if (strcmp(s, "cut-all") == 0) {
     close_all(1, "cut-all");
@@ -747,6 +760,7 @@ static void usage(FILE *f) {
           "A fault-injecting proxy for ZooKeeper client connections.\n"
           "Commands (control file, or stdin lines): cut-after-request "
           "TYPE[,TYPE...] [/PATH],\n"
+          "blackhole-after-request TYPE[,TYPE...] [/PATH],\n"
           "cut-all, refuse, accept, blackhole, flow, quit.\n"
           "ZKPROXY_DEBUG=1 logs every frame to stderr.\n",
           prog);

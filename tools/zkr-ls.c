@@ -99,6 +99,9 @@ static void help(void) {
          "                            tell its waiting lease node (1 to %d)\n"
          "      --connect-timeout MS  how long to try to reach a server\n"
          "                            (default 10000; then exit 69)\n"
+         "      --timeout SECONDS     how long reading one path's queue (its\n"
+         "                            children and each contender's data) may\n"
+         "                            take (default 10; then exit 1)\n"
          "  -h, --help                this help\n"
          "  -V, --version             print the zkr version\n"
          "\n"
@@ -1162,12 +1165,13 @@ int main(int argc, char **argv) {
   int64_t interval_ms = 2000;
   const char *out = NULL;
   long connect_ms = 10000;
-  enum { OPT_PERMITS = OPT_NEXT, OPT_WATCH, OPT_PROMETHEUS };
+  enum { OPT_PERMITS = OPT_NEXT, OPT_WATCH, OPT_PROMETHEUS, OPT_TIMEOUT };
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
       {"recursive", no_argument, NULL, 'r'},
       {"json", no_argument, NULL, 'j'},
       {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"permits", required_argument, NULL, OPT_PERMITS},
       {"watch", optional_argument, NULL, OPT_WATCH},
       {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
@@ -1204,6 +1208,13 @@ int main(int argc, char **argv) {
       if (parse_long(optarg, 1, INT_MAX, &connect_ms) != 0)
         usage_error("invalid connect timeout '%s': milliseconds, 1 to %d",
                     esc(optarg), INT_MAX);
+      break;
+    case OPT_TIMEOUT:
+      if (parse_seconds(optarg, &op_timeout_ms) != 0 || op_timeout_ms < 1 ||
+          op_timeout_ms > (int64_t)(INT_MAX / 1000) * 1000)
+        usage_error("invalid --timeout '%s': seconds as a plain decimal, "
+                    "at least 0.001 and at most %d",
+                    esc(optarg), INT_MAX / 1000);
       break;
     case OPT_PERMITS:
       if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &permits) != 0)
