@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "zkr-private.h"
+#include "zkt-who.h"
 #include "zkt.h"
 
 static const char *hosts;
@@ -34,88 +35,8 @@ static zkr_session *admin;
 static int n_cut, n_black, n_flow, n_refuse, n_accept; /* the proxy's
                                                          commands done */
 
-/* A participant with its own session and a record of its listener, each
- * call with its time. */
-typedef struct who {
-  zkr_session *s;
-  zkr_election *e;
-  pthread_mutex_t mu;
-  int told[16];
-  int64_t at[16];
-  int ntold;
-} who;
-
-static void listener(zkr_election *e, int is_leader, void *ud) {
-  who *w = ud;
-  (void)e;
-  pthread_mutex_lock(&w->mu);
-  if (w->ntold < 16) {
-    w->told[w->ntold] = is_leader;
-    w->at[w->ntold] = zkt_now_ms();
-  }
-  w->ntold++;
-  pthread_mutex_unlock(&w->mu);
-}
-
-static void who_open(who *w, const char *to, const char *path, const char *id,
-                     int keep, int timeout) {
-  memset(w, 0, sizeof *w);
-  pthread_mutex_init(&w->mu, NULL);
-  w->s = zkt_connect(to, timeout);
-  zkr_election_opts *o = NULL;
-  zkr_election_opts_new(&o);
-  zkr_election_opts_set_id(o, id);
-  zkr_election_opts_set_listener(o, listener, w);
-  zkr_election_opts_set_suspend(o, keep ? ZKR_ELECTION_SUSPEND_KEEP
-                                        : ZKR_ELECTION_SUSPEND_DROP);
-  if (zkr_election_new(&w->e, w->s, path, o) != ZKR_OK)
-    tap_bail("zkr_election_new");
-  zkr_election_opts_free(o);
-}
-
-static void who_close(who *w) {
-  if (w->e)
-    zkr_election_free(w->e);
-  zkr_session_close(w->s);
-  pthread_mutex_destroy(&w->mu);
-}
-
-/* The listener's record as "1,0,1". */
-static const char *told(who *w) {
-  static char buf[4][64];
-  static int k;
-  char *b = buf[k++ % 4];
-  b[0] = '\0';
-  pthread_mutex_lock(&w->mu);
-  for (int i = 0; i < w->ntold && i < 16; i++)
-    snprintf(b + strlen(b), 64 - strlen(b), "%s%d", i ? "," : "", w->told[i]);
-  pthread_mutex_unlock(&w->mu);
-  return b;
-}
-/* When the listener was told @v the @nth time (0: first), or -1. */
-static int64_t told_at(who *w, int v, int nth) {
-  int64_t t = -1;
-  pthread_mutex_lock(&w->mu);
-  for (int i = 0; i < w->ntold && i < 16; i++)
-    if (w->told[i] == v && nth-- == 0) {
-      t = w->at[i];
-      break;
-    }
-  pthread_mutex_unlock(&w->mu);
-  return t;
-}
-
-struct told_arg {
-  who *w;
-  const char *want;
-};
-static int told_becomes(void *arg) {
-  struct told_arg *t = arg;
-  return strcmp(told(t->w), t->want) == 0;
-}
-static int wait_told(who *w, const char *want, int64_t ms) {
-  struct told_arg t = {w, want};
-  return zkt_wait_for(told_becomes, &t, ms);
+static int mode_of(int keep) {
+  return keep ? ZKR_ELECTION_SUSPEND_KEEP : ZKR_ELECTION_SUSPEND_DROP;
 }
 
 /* The session's events recorded by a zkt_rec. */
@@ -159,9 +80,9 @@ static void *poll_leader(void *arg) {
 
 static void short_cut(const char *path, int keep) {
   const char *mode = keep ? "KEEP" : "DROP";
-  who a, b;
-  who_open(&a, via, path, "a", keep, 8000);
-  who_open(&b, hosts, path, "b", keep, 8000);
+  zkt_who a, b;
+  zkt_who_open(&a, via, path, "a", mode_of(keep), 8000);
+  zkt_who_open(&b, hosts, path, "b", mode_of(keep), 8000);
   zkt_rec r;
   zkt_rec_init(&r);
   zkr_session_add_listener(a.s, zkt_rec_fn, &r, NULL);
@@ -194,8 +115,8 @@ static void short_cut(const char *path, int keep) {
     pthread_mutex_unlock(&pa.mu);
     pthread_join(th, NULL);
     ok(saw(&r, ZKR_EV_SUSPENDED), "KEEP: the session was suspended");
-    is(strcmp(told(&a), "1"), 0,
-       "KEEP: a's listener was told 1 only, never 0 (%s)", told(&a));
+    is(strcmp(zkt_who_told(&a), "1"), 0,
+       "KEEP: a's listener was told 1 only, never 0 (%s)", zkt_who_told(&a));
     ok(pa.always, "KEEP: is_leader read 1 throughout the cut");
     char node2[600];
     zkr_election_node(a.e, node2, sizeof node2);
@@ -208,10 +129,10 @@ static void short_cut(const char *path, int keep) {
     pa.stop = 1;
     pthread_mutex_unlock(&pa.mu);
     pthread_join(th, NULL);
-    ok(wait_told(&a, "1,0,1", 20000),
+    ok(zkt_who_wait_told(&a, "1,0,1", 20000),
        "DROP: a is told 0 at the cut, then 1 again: its node is still first "
        "(%s)",
-       told(&a));
+       zkt_who_told(&a));
     /* (is_leader is 0 only between SUSPENDED and RECONNECTED, which on
      * loopback can be shorter than any polling period: the listener's
      * record above is the evidence) */
@@ -219,12 +140,12 @@ static void short_cut(const char *path, int keep) {
     is(zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000), ZKR_OK,
        "DROP: and its guarded write commits");
   }
-  is(strcmp(told(&b), ""), 0, "%s: b was never told it leads (%s)", mode,
-     told(&b));
+  is(strcmp(zkt_who_told(&b), ""), 0, "%s: b was never told it leads (%s)",
+     mode, zkt_who_told(&b));
   zkr__zk_delete(admin, data, -1, zkr__deadline(5000));
-  who_close(&a);
-  ok(wait_told(&b, "1", 10000), "%s: once a leaves, b leads", mode);
-  who_close(&b);
+  zkt_who_close(&a);
+  ok(zkt_who_wait_told(&b, "1", 10000), "%s: once a leaves, b leads", mode);
+  zkt_who_close(&b);
   ok(zkt_children_become(admin, path, 0, 10000), "%s: nothing left", mode);
 }
 
@@ -235,9 +156,9 @@ static void short_cut(const char *path, int keep) {
  * and its node confirmed (docs/election.md). */
 static void suspended(const char *path, int keep) {
   const char *mode = keep ? "KEEP" : "DROP";
-  who a, b;
-  who_open(&a, via, path, "a", keep, 20000);
-  who_open(&b, hosts, path, "b", keep, 20000);
+  zkt_who a, b;
+  zkt_who_open(&a, via, path, "a", mode_of(keep), 20000);
+  zkt_who_open(&b, hosts, path, "b", mode_of(keep), 20000);
   zkt_rec r;
   zkt_rec_init(&r);
   zkr_session_add_listener(a.s, zkt_rec_fn, &r, NULL);
@@ -270,8 +191,8 @@ static void suspended(const char *path, int keep) {
        "KEEP suspended: its node is readable");
     is(strcmp(node, node2), 0, "KEEP suspended: the same node");
   } else {
-    ok(wait_told(&a, "1,0", 10000), "DROP suspended: a was told 0 (%s)",
-       told(&a));
+    ok(zkt_who_wait_told(&a, "1,0", 10000), "DROP suspended: a was told 0 (%s)",
+       zkt_who_told(&a));
     ok(!zkr_election_is_leader(a.e), "DROP suspended: a does not lead");
     is(zkr_election_fencing_token(a.e), 0, "DROP suspended: no token");
     is(zkr_election_node(a.e, node2, sizeof node2), ZKR_ENOTHELD,
@@ -281,17 +202,17 @@ static void suspended(const char *path, int keep) {
   is(zkr_election_guarded_set(a.e, data, "a", 1, -1, 2000), ZKR_ENOTHELD,
      "%s suspended: a guarded write sends nothing (ZKR_ENOTHELD)", mode);
   is(zkt_children(admin, path), 2, "%s suspended: both nodes stay", mode);
-  is(strcmp(told(&b), ""), 0, "%s suspended: b is not told it leads (%s)", mode,
-     told(&b));
+  is(strcmp(zkt_who_told(&b), ""), 0,
+     "%s suspended: b is not told it leads (%s)", mode, zkt_who_told(&b));
 
   zkt_proxy_cmd("accept");
   ok(zkt_proxy_wait("done accept", ++n_accept, 5000),
      "%s suspended: the proxy accepts again", mode);
   ok(zkt_rec_wait(&r, ZKR_EV_RECONNECTED, 30000),
      "%s suspended: a's session reconnects (the same session)", mode);
-  ok(wait_told(&a, keep ? "1" : "1,0,1", 20000),
+  ok(zkt_who_wait_told(&a, keep ? "1" : "1,0,1", 20000),
      "%s suspended: a was told %s (%s)", mode, keep ? "1 only" : "1,0,1",
-     told(&a));
+     zkt_who_told(&a));
   struct conn_arg ca = {a.s};
   zkt_wait_for(connected, &ca, 10000);
   is(zkr_election_fencing_token(a.e), token,
@@ -305,9 +226,10 @@ static void suspended(const char *path, int keep) {
   is(rc, ZKR_OK, "%s suspended: its guarded write commits once confirmed",
      mode);
   zkr__zk_delete(admin, data, -1, zkr__deadline(5000));
-  who_close(&a);
-  ok(wait_told(&b, "1", 10000), "%s suspended: once a leaves, b leads", mode);
-  who_close(&b);
+  zkt_who_close(&a);
+  ok(zkt_who_wait_told(&b, "1", 10000), "%s suspended: once a leaves, b leads",
+     mode);
+  zkt_who_close(&b);
   ok(zkt_children_become(admin, path, 0, 10000), "%s suspended: nothing left",
      mode);
 }
@@ -328,9 +250,9 @@ int main(void) {
   /* ---- KEEP, an outage past the session timeout ---- */
   {
     const char *path = zkt_path("outage");
-    who a, b;
-    who_open(&a, via, path, "a", 1, 4000);
-    who_open(&b, hosts, path, "b", 1, 10000);
+    zkt_who a, b;
+    zkt_who_open(&a, via, path, "a", ZKR_ELECTION_SUSPEND_KEEP, 4000);
+    zkt_who_open(&b, hosts, path, "b", ZKR_ELECTION_SUSPEND_KEEP, 10000);
     zkr_election_start(a.e);
     is(zkr_election_await(a.e, 10000), ZKR_OK, "outage: a leads");
     zkr_election_start(b.e);
@@ -342,10 +264,11 @@ int main(void) {
     zkt_proxy_cmd("blackhole");
     ok(zkt_proxy_wait("done blackhole", ++n_black, 5000),
        "outage: a's connection black-holed");
-    ok(wait_told(&b, "1", 30000),
+    ok(zkt_who_wait_told(&b, "1", 30000),
        "outage: the server expires a's session and b leads");
-    ok(wait_told(&a, "1,0", 5000), "outage: a was told 0 (%s)", told(&a));
-    int64_t a0 = told_at(&a, 0, 0), b1 = told_at(&b, 1, 0);
+    ok(zkt_who_wait_told(&a, "1,0", 5000), "outage: a was told 0 (%s)",
+       zkt_who_told(&a));
+    int64_t a0 = zkt_who_told_at(&a, 0, 0), b1 = zkt_who_told_at(&b, 1, 0);
     ok(a0 >= 0 && b1 >= 0 && a0 <= b1,
        "outage: a was told 0 before b was told 1 (a's session clock)");
     ok(!zkr_election_is_leader(a.e), "outage: a does not lead");
@@ -364,21 +287,22 @@ int main(void) {
        "outage: its old node is gone (the new one is another)");
     ok(zkr_election_is_leader(b.e) && !zkr_election_is_leader(a.e),
        "outage: b leads, a waits behind it");
-    is(strcmp(told(&b), "1"), 0, "outage: b was told once (%s)", told(&b));
+    is(strcmp(zkt_who_told(&b), "1"), 0, "outage: b was told once (%s)",
+       zkt_who_told(&b));
     zkr__zk_delete(admin, data, -1, zkr__deadline(5000));
-    who_close(&b);
-    ok(wait_told(&a, "1,0,1", 10000), "outage: then a leads again (%s)",
-       told(&a));
-    who_close(&a);
+    zkt_who_close(&b);
+    ok(zkt_who_wait_told(&a, "1,0,1", 10000), "outage: then a leads again (%s)",
+       zkt_who_told(&a));
+    zkt_who_close(&a);
     ok(zkt_children_become(admin, path, 0, 10000), "outage: nothing left");
   }
 
   /* ---- free during an outage ---- */
   {
     const char *path = zkt_path("free");
-    who a, b;
-    who_open(&a, via, path, "a", 0, 10000);
-    who_open(&b, hosts, path, "b", 0, 10000);
+    zkt_who a, b;
+    zkt_who_open(&a, via, path, "a", ZKR_ELECTION_SUSPEND_DROP, 10000);
+    zkt_who_open(&b, hosts, path, "b", ZKR_ELECTION_SUSPEND_DROP, 10000);
     zkr_election_start(a.e);
     is(zkr_election_await(a.e, 10000), ZKR_OK, "free: a leads");
     zkr_election_start(b.e);
@@ -393,12 +317,12 @@ int main(void) {
     zkt_proxy_cmd("flow");
     ok(zkt_proxy_wait("done flow", ++n_flow, 5000),
        "free: the connection flows");
-    ok(wait_told(&b, "1", 20000),
+    ok(zkt_who_wait_told(&b, "1", 20000),
        "free: once the connection is back its node goes and b leads");
     ok(zkt_settled_children(a.s, admin, path) == 1,
        "free: only b's node is left");
-    who_close(&a);
-    who_close(&b);
+    zkt_who_close(&a);
+    zkt_who_close(&b);
     ok(zkt_children_become(admin, path, 0, 10000), "free: nothing left");
   }
 

@@ -15,81 +15,14 @@
 #include <unistd.h>
 
 #include "zkr-private.h"
+#include "zkt-who.h"
 #include "zkt.h"
 
 static const char *hosts;
 static zkr_session *admin;
 
-/* A participant with its own session and a record of its listener. */
-typedef struct who {
-  zkr_session *s;
-  zkr_election *e;
-  pthread_mutex_t mu;
-  int told[16];
-  int ntold;
-} who;
-
-static void listener(zkr_election *e, int is_leader, void *ud) {
-  who *w = ud;
-  (void)e;
-  pthread_mutex_lock(&w->mu);
-  if (w->ntold < 16)
-    w->told[w->ntold] = is_leader;
-  w->ntold++;
-  pthread_mutex_unlock(&w->mu);
-}
-
-static void who_open(who *w, const char *path, const char *id, int timeout) {
-  memset(w, 0, sizeof *w);
-  pthread_mutex_init(&w->mu, NULL);
-  w->s = zkt_connect(hosts, timeout);
-  zkr_election_opts *o = NULL;
-  zkr_election_opts_new(&o);
-  zkr_election_opts_set_id(o, id);
-  zkr_election_opts_set_listener(o, listener, w);
-  if (zkr_election_new(&w->e, w->s, path, o) != ZKR_OK)
-    tap_bail("zkr_election_new");
-  zkr_election_opts_free(o);
-}
-
-static void who_close(who *w) {
-  zkr_election_free(w->e);
-  zkr_session_close(w->s);
-  pthread_mutex_destroy(&w->mu);
-}
-
-/* The listener's record as "1,0,1". */
-static const char *told(who *w) {
-  static char buf[4][64];
-  static int k;
-  char *b = buf[k++ % 4];
-  b[0] = '\0';
-  pthread_mutex_lock(&w->mu);
-  for (int i = 0; i < w->ntold && i < 16; i++)
-    snprintf(b + strlen(b), 64 - strlen(b), "%s%d", i ? "," : "", w->told[i]);
-  pthread_mutex_unlock(&w->mu);
-  return b;
-}
-
-static int told_is(who *w, const char *want) {
-  return strcmp(told(w), want) == 0;
-}
-
-struct told_arg {
-  who *w;
-  const char *want;
-};
-static int told_becomes(void *arg) {
-  struct told_arg *t = arg;
-  return told_is(t->w, t->want);
-}
-static int wait_told(who *w, const char *want) {
-  struct told_arg t = {w, want};
-  return zkt_wait_for(told_becomes, &t, 10000);
-}
-
 static int is_leader_fn(void *arg) {
-  return zkr_election_is_leader(((who *)arg)->e);
+  return zkr_election_is_leader(((zkt_who *)arg)->e);
 }
 
 /* The participants' nodes in order, as "a b c" by the owner's id. */
@@ -141,13 +74,14 @@ static void test_bad_input(void) {
 
 static void test_latch(void) {
   const char *path = zkt_path("latch");
-  who a, b, c;
-  who_open(&a, path, "a", 10000);
-  who_open(&b, path, "b", 10000);
-  who_open(&c, path, "c", 10000);
+  zkt_who a, b, c;
+  zkt_who_open(&a, hosts, path, "a", -1, 10000);
+  zkt_who_open(&b, hosts, path, "b", -1, 10000);
+  zkt_who_open(&c, hosts, path, "c", -1, 10000);
   is(zkr_election_start(a.e), ZKR_OK, "a joins");
   is(zkr_election_await(a.e, 5000), ZKR_OK, "a leads");
-  ok(wait_told(&a, "1"), "a's listener: elected (%s)", told(&a));
+  ok(zkt_who_wait_told(&a, "1", 10000), "a's listener: elected (%s)",
+     zkt_who_told(&a));
   is(zkr_election_start(b.e), ZKR_OK, "b joins");
   ok(zkt_children_become(admin, path, 2, 5000), "b queued");
   is(zkr_election_start(c.e), ZKR_OK, "c joins");
@@ -175,8 +109,10 @@ static void test_latch(void) {
   uint64_t cev = zkr__session_node_events(c.s);
   is(zkr_election_resign(a.e), ZKR_OK, "a resigns");
   is(zkr_election_await(b.e, 5000), ZKR_OK, "b leads");
-  ok(wait_told(&a, "1,0"), "a's listener: elected, not (%s)", told(&a));
-  ok(wait_told(&b, "1"), "b's listener: elected (%s)", told(&b));
+  ok(zkt_who_wait_told(&a, "1,0", 10000), "a's listener: elected, not (%s)",
+     zkt_who_told(&a));
+  ok(zkt_who_wait_told(&b, "1", 10000), "b's listener: elected (%s)",
+     zkt_who_told(&b));
   ok(zkt_children_become(admin, path, 3, 5000), "a queued again");
   ok(strcmp(order(path), "b c a") == 0, "at the back: %s", order(path));
   is(zkr__session_node_events(c.s), cev, "c was not woken");
@@ -186,18 +122,18 @@ static void test_latch(void) {
   is(zkr_election_await(c.e, 5000), ZKR_OK, "b freed: c leads");
   is(zkr__session_node_events(c.s) - cev, 1, "c was woken once");
   ok(strcmp(order(path), "c a") == 0, "b's node is gone: %s", order(path));
-  ok(told_is(&b, "1"), "b's listener was not called by free");
-  who_close(&a);
-  who_close(&b);
-  who_close(&c);
+  ok(zkt_who_told_is(&b, "1"), "b's listener was not called by free");
+  zkt_who_close(&a);
+  zkt_who_close(&b);
+  zkt_who_close(&c);
   ok(zkt_children_become(admin, path, 0, 5000), "nothing left");
 }
 
 static void test_losses(void) {
   const char *path = zkt_path("losses");
-  who a, b;
-  who_open(&a, path, "a", 4000);
-  who_open(&b, path, "b", 10000);
+  zkt_who a, b;
+  zkt_who_open(&a, hosts, path, "a", -1, 4000);
+  zkt_who_open(&b, hosts, path, "b", -1, 10000);
   zkr_election_start(a.e);
   is(zkr_election_await(a.e, 5000), ZKR_OK, "a leads");
   zkr_election_start(b.e);
@@ -208,8 +144,8 @@ static void test_losses(void) {
   /* (it may be told 0 at the cut of its connection, 1 again when the same
    * session comes back for a moment, and 0 at the expiry: each change
    * once, in order) */
-  ok(wait_told(&a, "1,0") || told_is(&a, "1,0,1,0"),
-     "a is told it does not lead (%s)", told(&a));
+  ok(zkt_who_wait_told(&a, "1,0", 10000) || zkt_who_told_is(&a, "1,0,1,0"),
+     "a is told it does not lead (%s)", zkt_who_told(&a));
   is(zkr_election_await(b.e, 10000), ZKR_OK, "b leads");
   ok(zkt_children_become(admin, path, 2, 10000), "a queued again");
   char now[512];
@@ -219,15 +155,16 @@ static void test_losses(void) {
   zkr_election_node(b.e, now, sizeof now);
   is(zkr__zk_delete(admin, now, -1, zkr__deadline(5000)), ZKR_OK,
      "b's node deleted by another client");
-  ok(wait_told(&b, "1,0"), "b is told at once (%s)", told(&b));
+  ok(zkt_who_wait_told(&b, "1,0", 10000), "b is told at once (%s)",
+     zkt_who_told(&b));
   is(zkr_election_await(a.e, 10000), ZKR_OK, "a leads");
   ok(zkr_election_node(a.e, now, sizeof now) == ZKR_OK && strcmp(now, old),
      "on a new node");
   ok(zkt_children_become(admin, path, 2, 10000) &&
          strcmp(order(path), "a b") == 0,
      "b queued again: %s", order(path));
-  who_close(&a);
-  who_close(&b);
+  zkt_who_close(&a);
+  zkt_who_close(&b);
 }
 
 /* A node named as ours, first in the queue, but owned by another session
@@ -235,9 +172,9 @@ static void test_losses(void) {
  * it. */
 static void test_not_our_node(void) {
   const char *path = zkt_path("not-ours");
-  who h, p;
-  who_open(&h, path, "h", 10000);
-  who_open(&p, path, "p", 10000);
+  zkt_who h, p;
+  zkt_who_open(&h, hosts, path, "h", -1, 10000);
+  zkt_who_open(&p, hosts, path, "p", -1, 10000);
   zkr_election_start(h.e);
   is(zkr_election_await(h.e, 5000), ZKR_OK, "h leads");
   zkr_election_start(p.e);
@@ -258,8 +195,8 @@ static void test_not_our_node(void) {
   /* q queues behind the same-named node, so that once h resigns the
    * first node that is not p's old name is q's, whichever of h's and p's
    * new nodes the server numbers first */
-  who q;
-  who_open(&q, path, "q", 10000);
+  zkt_who q;
+  zkt_who_open(&q, hosts, path, "q", -1, 10000);
   zkr_election_start(q.e);
   ok(zkt_children_become(admin, path, 3, 5000), "q queued behind it");
   is(zkr_election_resign(h.e), ZKR_OK,
@@ -276,12 +213,13 @@ static void test_not_our_node(void) {
          (strcmp(order(path), "q h p") == 0 ||
           strcmp(order(path), "q p h") == 0),
      "p queued again with a node of its own, behind q: %s", order(path));
-  ok(told_is(&p, ""), "p's listener was never told it leads (%s)", told(&p));
-  who_close(&q);
+  ok(zkt_who_told_is(&p, ""), "p's listener was never told it leads (%s)",
+     zkt_who_told(&p));
+  zkt_who_close(&q);
   for (int i = 0; i < n; i++)
     free(names[i]);
-  who_close(&h);
-  who_close(&p);
+  zkt_who_close(&h);
+  zkt_who_close(&p);
 }
 
 /* ---- the selector ---- */
@@ -292,7 +230,7 @@ struct term {
   int inside, overlap, saw_leader_inside, hold_ms, until_lost, lost_seen;
 };
 struct runner {
-  who w;
+  zkt_who w;
   struct term *t;
   int idx;
 };
@@ -344,7 +282,7 @@ static void test_selector(void) {
   t.hold_ms = 50;
   struct runner r[2];
   for (int i = 0; i < 2; i++) {
-    who_open(&r[i].w, path, i ? "s1" : "s0", 10000);
+    zkt_who_open(&r[i].w, hosts, path, i ? "s1" : "s0", -1, 10000);
     r[i].t = &t;
     r[i].idx = i;
   }
@@ -366,15 +304,15 @@ static void test_selector(void) {
   ok(n >= 1 && strstr(p[0].node, "-lock-") != NULL,
      "selector nodes are Curator LeaderSelector's (mutex) nodes");
   zkr_participants_free(p, n);
-  who_close(&r[0].w);
-  who_close(&r[1].w);
+  zkt_who_close(&r[0].w);
+  zkt_who_close(&r[1].w);
   ok(zkt_children_become(admin, path, 0, 5000), "freed: nothing left");
 
   /* lost while the function runs: told, and it returns */
   memset(&t, 0, sizeof t);
   pthread_mutex_init(&t.mu, NULL);
   t.until_lost = 1;
-  who_open(&r[0].w, path, "s0", 4000);
+  zkt_who_open(&r[0].w, hosts, path, "s0", -1, 4000);
   r[0].t = &t;
   r[0].idx = 0;
   is(zkr_election_run(r[0].w.e, work, &r[0], 0), ZKR_OK, "a selector");
@@ -382,11 +320,12 @@ static void test_selector(void) {
   ok(zkt_expire(hosts, r[0].w.s) == 0, "its session is expired");
   ok(zkt_wait_for(lost_seen, &t, 10000),
      "its function sees is_leader 0 and returns");
-  ok(wait_told(&r[0].w, "1,0") || told_is(&r[0].w, "1,0,1,0"),
-     "its listener: elected, not (%s)", told(&r[0].w));
+  ok(zkt_who_wait_told(&r[0].w, "1,0", 10000) ||
+         zkt_who_told_is(&r[0].w, "1,0,1,0"),
+     "its listener: elected, not (%s)", zkt_who_told(&r[0].w));
   is(zkr_election_await(r[0].w.e, 0), ZKR_ENOTHELD,
      "without requeue it is done");
-  who_close(&r[0].w);
+  zkt_who_close(&r[0].w);
 }
 
 /* ---- observer ---- */
@@ -429,9 +368,9 @@ static void test_observe(void) {
   is(zkr_election_observe(admin, path, observed, &s, &o), ZKR_OK, "observe");
   struct seen_arg w1 = {&s, "none"};
   ok(zkt_wait_for(seen_is, &w1, 5000), "no path: told none (%s)", s.log);
-  who a, b;
-  who_open(&a, path, "a", 10000);
-  who_open(&b, path, "b", 10000);
+  zkt_who a, b;
+  zkt_who_open(&a, hosts, path, "a", -1, 10000);
+  zkt_who_open(&b, hosts, path, "b", -1, 10000);
   zkr_election_start(a.e);
   zkr_election_await(a.e, 5000);
   struct seen_arg w2 = {&s, "none a"};
@@ -449,8 +388,8 @@ static void test_observe(void) {
   struct seen_arg w4 = {&s, "none a b none"};
   ok(zkt_wait_for(seen_is, &w4, 5000), "b leaves: told none (%s)", s.log);
   zkr_election_observer_free(o);
-  who_close(&a);
-  who_close(&b);
+  zkt_who_close(&a);
+  zkt_who_close(&b);
   is(zkt_children(admin, path) <= 0, 1, "an observer created nothing");
 }
 
@@ -476,8 +415,8 @@ static void test_close_during_create(void) {
   ok(zkt_wait_for(zkt_bg_idle, s, 10000), "their deletions are done");
   ok(zkt_wait_for(no_nodes, (void *)path, 10000), "no node left behind (%d)",
      zkt_children(admin, path));
-  who a;
-  who_open(&a, path, "a", 10000);
+  zkt_who a;
+  zkt_who_open(&a, hosts, path, "a", -1, 10000);
   for (int i = 0; i < 5; i++) {
     zkr_election_start(a.e);
     zkr_election_resign(a.e); /* again while its create is under way */
@@ -488,7 +427,7 @@ static void test_close_during_create(void) {
   ok(zkt_wait_for(zkt_bg_idle, a.s, 10000) &&
          zkt_children_become(admin, path, 1, 10000),
      "with exactly one node (%d)", zkt_children(admin, path));
-  who_close(&a);
+  zkt_who_close(&a);
   zkr_session_close(s);
   ok(zkt_wait_for(no_nodes, (void *)path, 10000), "nothing left");
 }
