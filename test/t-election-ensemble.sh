@@ -137,9 +137,11 @@ fault_round() {
 		! grep -q "^LOST $L " "$J" && ! pid_gone "$L"
 		ok $? "it never logged LOST"
 	fi
-	sb start-server "$victim" >/dev/null 2>&1
-	sb wait-ready >/dev/null 2>&1
-	ok $? "server $victim serves again"
+	sb start-server "$victim" >/dev/null 2>"$tmp/start-$victim.err" &&
+		sb wait-ready "$victim" >/dev/null 2>&1
+	st=$?
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/start-$victim.err" | tail -n 5
+	ok $st "server $victim serves again"
 }
 # the follower's turn first if the leading participant sits on a
 # follower now, else the ZooKeeper leader's first (a new participant
