@@ -141,6 +141,9 @@ struct zkr_session {
   int timeout_ms; /* negotiated */
   int64_t suspended_at;
   int64_t tick_at; /* the manager thread's last wake-up (pause detection) */
+  int64_t mgr_sleep_until; /* the manager waits on mcv until this monotonic
+                              time; -1 while it runs (it reads the timers
+                              before it waits again) */
   int need_renew;
   int64_t renew_at;
   int renew_enabled;

@@ -426,6 +426,7 @@ static void *manager_main(void *arg) {
   zkr_session *s = arg;
   pthread_mutex_lock(&s->mu);
   s->tick_at = zkr__now_ms();
+  s->mgr_sleep_until = -1;
   while (!s->closing) {
     int64_t now = zkr__now_ms();
     int64_t gap = now - s->tick_at;
@@ -491,7 +492,9 @@ static void *manager_main(void *arg) {
       if (deadline < 0 || lost_at < deadline)
         deadline = lost_at;
     }
+    s->mgr_sleep_until = deadline;
     zkr__cond_wait_until(&s->mcv, &s->mu, deadline);
+    s->mgr_sleep_until = -1;
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;

@@ -37,13 +37,15 @@ int zkr__timer_add(zkr_session *s, int64_t at_ms, void (*fn)(void *), void *arg,
   struct timer **pp = &s->timers;
   while (*pp && (*pp)->at <= at_ms)
     pp = &(*pp)->next;
-  int first = pp == &s->timers;
   t->next = *pp;
   *pp = t;
   if (id)
     *id = t->id;
-  if (first) /* the manager sleeps until the first timer: wake it only
-                when that changed */
+  /* The manager sleeps until its next tick or the first timer, whichever
+   * comes first, and reads the timers again whenever it runs: wake it
+   * only for a timer due before it would wake anyway (an alert's timer,
+   * minutes away, wakes nobody). */
+  if (s->mgr_sleep_until >= 0 && at_ms < s->mgr_sleep_until)
     pthread_cond_signal(&s->mcv);
   pthread_mutex_unlock(&s->mu);
   return ZKR_OK;
