@@ -136,6 +136,12 @@ int zkr__q_transient(int zrc);
 /* ---- the node, the watch, the state (queue.c) ---- */
 void zkr__q_make_prefix(char *out, size_t len);
 void zkr__q_clear_preds(zkr__queue *q);
+/* Under mu: a new attempt (or none): late callbacks of the old one are
+ * ignored, so nothing they would have cleared may stay set. */
+static inline void zkr__q_next_attempt(zkr__queue *q) {
+  q->attempt++;
+  q->adopting = 0; /* an adoption's reply of the old attempt is ignored */
+}
 void zkr__q_clear_node(zkr__queue *q);
 int zkr__q_set_node(zkr__queue *q, const char *name);
 void zkr__q_drop_watch(zkr__queue *q, int server);

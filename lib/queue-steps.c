@@ -618,7 +618,7 @@ void zkr__q_restart(zkr__queue *q) {
   q->list_sent = 0;
   q->parent_tries = 0;
   q->phase = Q_CREATING;
-  q->attempt++;
+  zkr__q_next_attempt(q);
   zkr__q_make_prefix(q->prefix, sizeof q->prefix);
   if (zkr_session_state_get(q->s) == ZKR_STATE_CONNECTED)
     zkr__q_step_create(q);
@@ -634,7 +634,7 @@ void zkr__q_lose(zkr__queue *q) {
   zkr__q_drop_watch(q, 0);
   zkr__q_clear_node(q);
   q->phase = Q_IDLE;
-  q->attempt++;
+  zkr__q_next_attempt(q);
   zkr__q_set_lstate(q, ZKR__Q_LOST);
   if (q->pol->on_loss == ZKR__QLOSS_REQUEUE && !q->freed) {
     zkr_session_state st = zkr_session_state_get(q->s);

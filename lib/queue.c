@@ -416,7 +416,7 @@ void zkr__q_finish(zkr__queue *q, int rc) {
     abandon(q);
     q->phase = Q_IDLE;
     q->lstate = ZKR__Q_UNLOCKED;
-    q->attempt++; /* late callbacks of this attempt are ignored */
+    zkr__q_next_attempt(q); /* late callbacks of this attempt are ignored */
   }
   q->result = rc;
   q->finished = 1;
@@ -651,7 +651,7 @@ void zkr__queue_free(zkr__queue *q) {
     zkr__q_clear_node(q);
     q->phase = Q_IDLE;
   }
-  q->attempt++;
+  zkr__q_next_attempt(q);
   /* Wait for a user callback in progress, unless we are inside it. */
   while (q->cb_running && !zkr__tls_in_callback)
     pthread_cond_wait(&q->cv, &q->mu);
@@ -693,7 +693,7 @@ static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
       bound = 10000;
   }
   q->acq++;
-  q->attempt++;
+  zkr__q_next_attempt(q);
   q->deadline = zkr__deadline(bound);
   if (bound > 0) {
     struct qctx *c = zkr__q_ctx_new(q);
@@ -783,7 +783,7 @@ int zkr__queue_release(zkr__queue *q) {
       zkr__session_bg_delete(q->s, q->node_path, q->gen);
     zkr__q_clear_node(q);
     q->phase = Q_IDLE;
-    q->attempt++;
+    zkr__q_next_attempt(q);
     q->lstate = ZKR__Q_UNLOCKED;
   }
   q_unlock(q);

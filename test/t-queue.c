@@ -3,7 +3,8 @@
  * (a reader-like rule that only some contenders block), cancel and
  * time-out of a children-watch waiter leaving no node and no watch, one
  * session woken per departure, requeue after a loss, adoption of a node
- * whose create reply was lost (test/zkproxy), the result callback
+ * whose create reply was lost (test/zkproxy), also when a cancel cuts the
+ * adoption short, the result callback
  * exactly once when the session closes, and the errors of creating the
  * queue's parent. Each recipe's own tests add only the tests of its rule. */
 #include "config.h"
@@ -462,6 +463,69 @@ static void test_lost_reply(void) {
   is(zkt_proxy_stop(), 0, "proxy exits cleanly");
 }
 
+/* ---- an adoption cut short by a cancel leaves nothing behind ----
+ * The create's reply is cut, so the next attempt verifies the node it
+ * finds by its prefix (an exists); that exists gets no answer and the
+ * acquisition is cancelled meanwhile. The next acquisition of the same
+ * object must wait on its children watch again: the adoption of the
+ * cancelled attempt once stayed marked, and the waiter then listed without
+ * the watch and waited forever. */
+
+static void test_adopt_cancelled(void) {
+  const char *path = zkt_path("adopt-cancel");
+  int port = zkt_proxy_start(hosts);
+  char via[64];
+  snprintf(via, sizeof via, "127.0.0.1:%d", port);
+  zkr_session *s = NULL;
+  zkr_session_opts *o = NULL;
+  zkr_session_opts_new(&o);
+  zkr_session_opts_set_session_timeout(o, 20000);
+  is(zkr_session_new(&s, via, o), ZKR_OK, "a session through the proxy");
+  zkr_session_opts_free(o);
+  if (!s)
+    return;
+  zkr__queue *h1 = mkq(admin, path, &two_policy);
+  zkr__queue *h2 = mkq(admin, path, &two_policy);
+  zkr__queue *q = mkq(s, path, &two_policy);
+  zkr__queue_start(h1, -1, NULL, NULL);
+  zkr__queue_start(h2, -1, NULL, NULL);
+  ok(zkr__queue_wait(h1) == ZKR_OK && zkr__queue_wait(h2) == ZKR_OK,
+     "both leases held by another session");
+  /* the reconnection waits until the exists is armed */
+  zkt_proxy_cmd("refuse\ncut-after-request create2");
+  ok(zkt_proxy_wait("done cut-after-request", 1, 5000), "proxy armed");
+  zkr__queue_start(q, -1, NULL, NULL);
+  ok(zkt_proxy_wait("fired create2", 1, 10000), "the create's reply is cut");
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "blackhole-after-request exists %s\naccept", path);
+  zkt_proxy_cmd(cmd);
+  ok(zkt_proxy_wait("done accept", 1, 5000), "reconnections accepted");
+  ok(zkt_proxy_wait("fired exists", 1, 15000),
+     "the node found by its prefix is checked, and that gets no answer");
+  is(zkr__queue_cancel(q), ZKR_OK, "the acquisition is cancelled meanwhile");
+  is(zkr__queue_wait(q), ZKR_ECANCELED, "it ends ECANCELED");
+  /* the unanswered requests fail with the connection */
+  zkt_proxy_cmd("flow\ncut-all");
+  ok(zkt_proxy_wait("done cut-all", 1, 5000), "the connection is cut");
+  ok(zkt_children_become(admin, path, 2, 20000),
+     "the cancelled attempt's node is removed");
+  is(zkr__queue_start(q, 30000, NULL, NULL), ZKR_OK,
+     "the same object queues again");
+  struct ahead a2 = {q, 2};
+  ok(zkt_wait_for(ahead_is, &a2, 20000), "it waits behind the two leases");
+  is(zkr__queue_release(h1), ZKR_OK, "a lease is given back");
+  ok(zkt_wait_for(q_held, q, 10000),
+     "the waiter is woken by its children watch and holds");
+  zkr__queue_release(q);
+  zkr__queue_release(h2);
+  zkr__queue_free(q);
+  zkr__queue_free(h1);
+  zkr__queue_free(h2);
+  zkr_session_close(s);
+  ok(zkt_children_become(admin, path, 0, 10000), "no node left");
+  is(zkt_proxy_stop(), 0, "proxy exits cleanly");
+}
+
 int main(void) {
   tap_init(240);
   hosts = zkt_start(1);
@@ -475,6 +539,7 @@ int main(void) {
   test_close_while_waiting();
   test_parent_errors();
   test_lost_reply();
+  test_adopt_cancelled();
   zkr_session_close(admin);
   return tap_done();
 }

@@ -237,6 +237,11 @@ int zkt_proxy_start(const char *target) {
   snprintf(portf, sizeof portf, "%s/port", proxy_dir);
   snprintf(ctl, sizeof ctl, "%s/control", proxy_dir);
   snprintf(ev, sizeof ev, "%s/events", proxy_dir);
+  /* a proxy started before in this process left its files: its port
+   * would be read at once, its events counted */
+  unlink(portf);
+  unlink(ctl);
+  unlink(ev);
   proxy_pid = fork();
   if (proxy_pid == 0) {
     if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout))
