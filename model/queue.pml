@@ -212,7 +212,6 @@ bit writer[NC];   /* the role each contender drew */
 #endif
 
 /* the user of each contender */
-bit  cancelreq[NC];  /* a cancel asked (or the deadline passed) */
 byte ust[NC];        /* 0 acquiring, 1 holding (election: has led), 2 done */
 #ifdef ELECTION
 bit  rsg[NC];        /* resigned once */
@@ -956,6 +955,27 @@ inline guarded_write(q) {
   fi
 }
 
+#ifdef SEMAPHORE
+/* the semaphore's acquisition (lib/semaphore.c): its state machine */
+#define A_ADMIT 1
+#define A_LEASE 2
+#define A_END 3
+byte sa[NC];
+bit  srestart[NC];
+bit  scancel[NC];
+
+/* job_cancel: the acquisition is cancelled, and so is the queue it is in */
+inline user_cancel(c) {
+  scancel[c] = 1;
+  if
+  :: sa[c] == A_ADMIT -> q = 2 * c; q_cancel(q)
+  :: sa[c] == A_LEASE -> q = 2 * c + 1; q_cancel(q)
+  fi
+}
+#else
+inline user_cancel(c) { q = c; q_cancel(q) }
+#endif
+
 /* ================================================================ */
 /* the environment: faults, at most MAXF in a run; it may stop at any time
  * (so weak fairness never forces a fault) */
@@ -976,10 +996,16 @@ inline guarded_write(q) {
 #define OPT_CL(i) :: nempty(rq[i]) -> c = i
 #define OPT_DEL(i) :: nex[i] -> n = i
 #define OPT_SET(i) :: nex[i] && ndw[i] != 0 -> n = i
-#define OPT_CANC(i) :: ust[i] == 0 && !cancelreq[i] -> c = i
+#ifdef SEMAPHORE
+/* job_cancel: only an acquisition that has started and not ended */
+#define OPT_CANC(i) :: sa[i] == A_ADMIT || sa[i] == A_LEASE -> c = i
+#else
+/* zkr__queue_cancel has an effect only while acquiring (else EINVAL) */
+#define OPT_CANC(i) :: ust[i] == 0 && ACQUIRING(i) -> c = i
+#endif
 
 active proctype env() {
-  byte c, typ, q, at, g, a, b, rc, n, k, i;
+  byte c, typ, q, at, g, a, b, rc, n, k, i, j;
   short m;
 end:
   do
@@ -1048,13 +1074,18 @@ end:
           od;
           ndw[n] = 0; n = 0; k = 0 }
      :: atomic {   /* the user cancels a waiting contender, or its deadline
-                    * passes */
+                    * passes: done here, in the fault's step (the user's
+                    * call and deadline_fired take the queue's lock, so
+                    * they are one step between two callbacks) */
           if FOR_C(OPT_CANC) fi;
-          faults++; cancelreq[c] = 1;
+          faults++;
           printf("MSC: fault: contender %d's user cancels (or its deadline passes)\n", c);
-          c = 0 }
+          user_cancel(c);
+          c = 0; q = 0; k = 0; j = 0 }
      fi
-  :: break
+#ifdef LIVE
+  :: break      /* stop: weak fairness never forces a fault */
+#endif
   od
 }
 
@@ -1088,7 +1119,6 @@ proctype client(byte c) {
 end:
   do
   :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
-  :: atomic { cancelreq[c] -> cancelreq[c] = 0; q = c; q_cancel(q); RESET_LOCALS }
   :: atomic { ust[c] == 0 && res[c] != 0 ->
        /* the user gets the result; holding, it makes one guarded write
         * (at any later time: this step waits as long as any other) */
@@ -1127,12 +1157,6 @@ end:
  * admission queue (q = 2c, the mutex policy on locks/), then the lease
  * queue (q = 2c+1, count_all on leases/ with a children watch), then the
  * admission node is released and the lease handed out */
-#define A_ADMIT 1
-#define A_LEASE 2
-#define A_END 3
-byte sa[NC];
-bit  srestart[NC];
-bit  scancel[NC];
 
 /* acq_finish */
 inline acq_finish(c, r) {
@@ -1166,18 +1190,6 @@ proctype client(byte c) {
 end:
   do
   :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
-  :: atomic { cancelreq[c] ->   /* job_cancel */
-       cancelreq[c] = 0;
-       if
-       :: sa[c] != A_END ->
-          scancel[c] = 1;
-          if
-          :: sa[c] == A_ADMIT -> q = 2 * c; q_cancel(q)
-          :: sa[c] == A_LEASE -> q = 2 * c + 1; q_cancel(q)
-          fi
-       :: else
-       fi;
-       RESET_LOCALS }
   :: atomic { sa[c] == A_ADMIT && res[2 * c] != 0 ->   /* adm_done */
        r = res[2 * c]; res[2 * c] = 0;
        if
