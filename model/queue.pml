@@ -90,19 +90,21 @@
 #define RQSEND(k) assert(nfull(rq[k])); rq[k]!
 
 #define NONE 255
+#define SEQ(n) (n)    /* compared only between nodes of one parent */
 
 /* ---- the server: the nodes of the queue(s) ---- */
 bit  nex[MAXN];   /* exists */
 byte nown[MAXN];  /* owner contender */
 byte ngen[MAXN];  /* its session (ephemeralOwner) */
 byte npfx[MAXN];  /* the attempt's "_c_<uuid>-" prefix (with the owner) */
-byte nseq[MAXN];  /* sequence number within its parent */
+/* a node's sequence number within its parent is not stored: slots are
+ * taken in creation order, so within one parent the slot order is the
+ * sequence order (SEQ below) */
 byte npar[MAXN];  /* parent */
 bit  nwr[MAXN];   /* rwlock: a writer's node */
 byte ndw[MAXN];   /* sessions with a data (exists) watch on it */
 bit  nbg[MAXN];   /* a background delete of it is pending (bgdelete.c) */
 byte nnodes;      /* slots used */
-byte seqctr[NPAR];
 byte cwm[NPAR];   /* sessions with a children watch on the parent */
 byte sgen[NC];    /* each contender's current ZooKeeper session */
 byte faults;
@@ -168,7 +170,6 @@ byte p1[NQ];      /* q->pred1 */
 byte p2[NQ];      /* q->pred2 */
 byte wn[NQ];      /* registered data watch: its node (NONE: none) */
 byte wid[NQ];     /* its id (0: none) */
-byte wctr[NQ];    /* id counter */
 byte cwid[NQ];    /* registered children watch: id = the list_seq (0: none) */
 bit  cu[NQ];      /* create_unknown */
 bit  cgv[NQ];     /* create_gen_valid */
@@ -248,6 +249,20 @@ inline srv_delete(n) {
   cwm[npar[n]] = 0
 }
 
+/* Replies the client would ignore whenever it took them are not sent (see
+ * "Reductions" in model/README.md): those of an attempt that has ended
+ * (its callbacks check q->attempt: no effect), a listing or owner check
+ * that is no longer the last one sent (list_seq), an exists whose watch
+ * is no longer registered (watch id). Such a reply in flight keeps its
+ * number from being taken again (fresh_*), so it would stay ignored. A
+ * stale create that made a node is still sent: create_cb deletes it. */
+#define KEEP_CREATE(made) (at == att[q] || (made))
+#define KEEP_LIST (at == att[q] && a == lseq[q])
+#define KEEP_EXISTS (at == att[q] && b == wid[q])
+#define KEEP_ADOPT (at == att[q])
+#define KEEP_OWNER (at == att[q] && b == lseq[q])
+#define KEEP_VERIFY (at == att[q])
+
 /* apply one request of contender c (typ,q,at,g,a,b); reply unless silent */
 inline srv_apply(c, silent) {
   if
@@ -263,7 +278,7 @@ inline srv_apply(c, silent) {
         n = nnodes; nnodes++;
         nex[n] = 1; nown[n] = c; ngen[n] = g; npfx[n] = a;
         printf("MSC: server: node %d created for contender %d\n", n, c);
-        npar[n] = PAR(q); nseq[n] = seqctr[npar[n]]; seqctr[npar[n]]++;
+        npar[n] = PAR(q);
 #ifdef RWLOCK
         nwr[n] = writer[c];
 #endif
@@ -279,7 +294,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_CREATE,q,at,rc,n,g,0
+     :: !silent && KEEP_CREATE(rc == ZOK) -> IBSEND(c)M_CREATE,q,at,rc,n,g,0
      :: else
      fi
   :: typ == RQ_LIST ->
@@ -301,7 +316,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_LIST,q,at,rc,a,b,m
+     :: !silent && KEEP_LIST -> IBSEND(c)M_LIST,q,at,rc,a,b,m
      :: else
      fi
   :: typ == RQ_EXISTS ->
@@ -311,7 +326,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_EXISTS,q,at,rc,b,g,0
+     :: !silent && KEEP_EXISTS -> IBSEND(c)M_EXISTS,q,at,rc,b,g,0
      :: else
      fi
   :: typ == RQ_ADOPT ->
@@ -320,7 +335,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
+     :: !silent && KEEP_ADOPT -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
      :: else
      fi
   :: typ == RQ_OWNER || typ == RQ_VERIFY ->
@@ -329,8 +344,8 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent && typ == RQ_OWNER -> IBSEND(c)M_OWNER,q,at,rc,a,g,b
-     :: !silent && typ == RQ_VERIFY -> IBSEND(c)M_VERIFY,q,at,rc,a,g,0
+     :: !silent && typ == RQ_OWNER && KEEP_OWNER -> IBSEND(c)M_OWNER,q,at,rc,a,g,b
+     :: !silent && typ == RQ_VERIFY && KEEP_VERIFY -> IBSEND(c)M_VERIFY,q,at,rc,a,g,0
      :: else
      fi
   fi
@@ -375,6 +390,65 @@ end:
 
 /* ================================================================ */
 /* the engine, one inline per function of lib/queue*.c */
+
+/* Fresh identifiers (see "Reductions" in model/README.md). The engine
+ * compares an attempt number, a list_seq, a watch id and a prefix only
+ * for equality, with the copies carried by requests and replies still in
+ * flight (and a prefix with the nodes that have it): any value none of
+ * those holds behaves the same. The model takes the smallest such value,
+ * not the next of a counter, so that equal situations are equal states. */
+byte fv;          /* scratch, 0 outside these inlines */
+inline fresh_att(q) {   /* q->attempt++ (start, restart) */
+  fv = 1;
+  do
+  :: rq[CL(q)]??[_,eval(q),eval(fv),_,_,_] ||
+     ib[CL(q)]??[_,eval(q),eval(fv),_,_,_,_] -> fv++
+  :: else -> break
+  od;
+  att[q] = fv; fv = 0
+}
+inline fresh_lseq(q) {  /* ++q->list_seq (step_list, hold_now) */
+  fv = 1;
+  do
+  :: rq[CL(q)]??[RQ_LIST,eval(q),_,_,eval(fv),_] ||
+     rq[CL(q)]??[RQ_OWNER,eval(q),_,_,_,eval(fv)] ||
+     ib[CL(q)]??[M_LIST,eval(q),_,_,eval(fv),_,_] ||
+     ib[CL(q)]??[M_OWNER,eval(q),_,_,_,_,eval(fv)] || cwid[q] == fv -> fv++
+  :: else -> break
+  od;
+  lseq[q] = fv; fv = 0
+}
+inline fresh_wid(q) {   /* a new watch registration's id */
+  fv = 1;
+  do
+  :: rq[CL(q)]??[RQ_EXISTS,eval(q),_,_,_,eval(fv)] ||
+     ib[CL(q)]??[M_EXISTS,eval(q),_,_,eval(fv),_,_] || wid[q] == fv -> fv++
+  :: else -> break
+  od;
+  wid[q] = fv; fv = 0
+}
+/* a prefix is compared with the nodes of our contender in our parent
+ * (find_lost_create, bg_cleanup): those that exist, those whose create is
+ * still in flight, and a cleanup still pending */
+#define PFX_USED(i) || (nex[i] && nown[i] == CL(q) && npar[i] == PAR(q) && npfx[i] == fv)
+inline fresh_pfx(q) {   /* zkr__q_make_prefix: a new random "_c_<uuid>-" */
+  fv = 1;
+  do
+  :: rq[CL(q)]??[RQ_CREATE,eval(q),_,_,eval(fv),_] ||
+     (cln[q] && clp[q] == fv) FOR_N(PFX_USED) -> fv++
+  :: else -> break
+  od;
+  pfx[q] = fv; fv = 0
+}
+
+/* The queue object goes idle (finish with a failure, release, a loss):
+ * the attempt's fields that nothing reads before the next start() or
+ * restart writes them take one fixed value. att[q] = 0 makes every late
+ * reply of the ended attempt stale (replies carry attempts >= 1). */
+inline idle_reset(q) {
+  att[q] = 0; lseq[q] = 0; pfx[q] = 0; qgen[q] = 0;
+  cgv[q] = 0; lsent[q] = 0; wc[q] = 0; rla[q] = 0
+}
 
 /* zkr__q_drop_watch(q, server) */
 inline drop_watch(q, srvside) {
@@ -439,7 +513,7 @@ inline check_holders(q) {
 inline arm_held_watch(q) {
   if
   :: HELDW(q) && ph[q] == Q_HELD && wid[q] == 0 && me[q] != NONE && conn[CL(q)] ->
-     wctr[q]++; wid[q] = wctr[q]; wn[q] = me[q];
+     fresh_wid(q); wn[q] = me[q];
      RQSEND(CL(q))RQ_EXISTS,q,att[q],cgen[CL(q)],me[q],wid[q]
   :: else
   fi
@@ -469,7 +543,7 @@ inline finish(q, r) {
      clear_node(q); clear_preds(q);
      cu[q] = 0;
      ph[q] = Q_IDLE;
-     att[q]++
+     idle_reset(q)               /* q->attempt++: late callbacks ignored */
   fi;
   res[q] = r
 }
@@ -480,7 +554,7 @@ inline step_list(q) {
   if
   :: !conn[CL(q)] -> wc[q] = 1          /* begin_request: paused */
   :: else ->
-     lseq[q]++;
+     fresh_lseq(q);
      if
      :: CHILDREN(q) && !cu[q] && !adopting[q] ->
         drop_watch(q, 0);
@@ -526,7 +600,7 @@ inline hold_now(q) {
      if
      :: !conn[CL(q)] -> wc[q] = 1
      :: else ->
-        lseq[q]++;                      /* a listing in flight is stale */
+        fresh_lseq(q);                  /* a listing in flight is stale */
         RQSEND(CL(q))RQ_OWNER,q,att[q],cgen[CL(q)],me[q],lseq[q]
      fi
   fi
@@ -555,7 +629,7 @@ inline step_watch(q) {
      if
      :: !conn[CL(q)] -> wc[q] = 1
      :: else ->
-        wctr[q]++; wid[q] = wctr[q]; wn[q] = p1[q];
+        fresh_wid(q); wn[q] = p1[q];
         RQSEND(CL(q))RQ_EXISTS,q,att[q],cgen[CL(q)],p1[q],wid[q]
      fi
   fi
@@ -623,13 +697,13 @@ inline evaluate(q) {
         :: (m & (1 << k)) && k != me[q] && CHILDREN(q) -> np[q]++
         :: (m & (1 << k)) && k != me[q] && !CHILDREN(q) ->
            if
-           :: nseq[k] < nseq[me[q]] && BLOCKS(q, k) ->
+           :: SEQ(k) < SEQ(me[q]) && BLOCKS(q, k) ->
               np[q]++;
               if
-              :: p1[q] == NONE || nseq[k] > nseq[p1[q]] -> p2[q] = p1[q]; p1[q] = k
+              :: p1[q] == NONE || SEQ(k) > SEQ(p1[q]) -> p2[q] = p1[q]; p1[q] = k
               :: else ->
                  if
-                 :: p2[q] == NONE || nseq[k] > nseq[p2[q]] -> p2[q] = k
+                 :: p2[q] == NONE || SEQ(k) > SEQ(p2[q]) -> p2[q] = k
                  :: else
                  fi
               fi
@@ -673,7 +747,7 @@ inline restart(q) {
   clear_node(q); clear_preds(q);
   cu[q] = 0; lsent[q] = 0;
   ph[q] = Q_CREATING;
-  att[q]++; pfx[q]++;
+  fresh_att(q); fresh_pfx(q);
   if
   :: conn[CL(q)] -> step_create(q)
   :: else -> wc[q] = 1
@@ -686,7 +760,7 @@ inline lose(q) {
   drop_watch(q, 0);
   clear_node(q);
   ph[q] = Q_IDLE;
-  att[q]++;
+  idle_reset(q);
   qlost[q] = 1;
   printf("MSC: queue %d lost its node\n", q);
 #ifdef ELECTION
@@ -892,11 +966,11 @@ inline on_session(c, ev) {
 
 /* start() */
 inline q_start(q) {
-  att[q]++;
+  fresh_att(q);
   ph[q] = Q_CREATING;
   cu[q] = 0; cgv[q] = 0; wc[q] = 0; rla[q] = 0; qlost[q] = 0;
   canc[q] = 0;
-  pfx[q]++;                       /* zkr__q_make_prefix */
+  fresh_pfx(q);                   /* zkr__q_make_prefix */
   step_create(q)
 }
 
@@ -921,7 +995,7 @@ inline q_release(q) {
      fi;
      clear_node(q);
      ph[q] = Q_IDLE;
-     att[q]++
+     idle_reset(q)
   :: else
   fi;
   qlost[q] = 0
@@ -943,7 +1017,7 @@ inline guarded_write(q) {
 #ifdef SEMAPHORE
            j++
 #else
-           assert(!(nseq[k] < nseq[me[q]] && BLOCKS(q, k)))
+           assert(!(SEQ(k) < SEQ(me[q]) && BLOCKS(q, k)))
 #endif
         :: else
         fi; k++
@@ -981,15 +1055,17 @@ inline user_cancel(c) { q = c; q_cancel(q) }
  * (so weak fairness never forces a fault) */
 
 /* the replies of what was in flight are lost: the client library
- * completes each request with a connection loss, in order */
+ * completes each request with a connection loss, in order (those the
+ * client would ignore are not sent, as in srv_apply) */
 #define LOSE_REPLIES(c) \
   if \
-  :: typ == RQ_CREATE -> IBSEND(c)M_CREATE,q,at,ZCONNLOSS,NONE,g,0 \
-  :: typ == RQ_LIST -> IBSEND(c)M_LIST,q,at,ZCONNLOSS,a,b,0 \
-  :: typ == RQ_EXISTS -> IBSEND(c)M_EXISTS,q,at,ZCONNLOSS,b,g,0 \
-  :: typ == RQ_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
-  :: typ == RQ_OWNER -> IBSEND(c)M_OWNER,q,at,ZCONNLOSS,a,g,b \
-  :: typ == RQ_VERIFY -> IBSEND(c)M_VERIFY,q,at,ZCONNLOSS,a,g,0 \
+  :: typ == RQ_CREATE && KEEP_CREATE(0) -> IBSEND(c)M_CREATE,q,at,ZCONNLOSS,NONE,g,0 \
+  :: typ == RQ_LIST && KEEP_LIST -> IBSEND(c)M_LIST,q,at,ZCONNLOSS,a,b,0 \
+  :: typ == RQ_EXISTS && KEEP_EXISTS -> IBSEND(c)M_EXISTS,q,at,ZCONNLOSS,b,g,0 \
+  :: typ == RQ_ADOPT && KEEP_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
+  :: typ == RQ_OWNER && KEEP_OWNER -> IBSEND(c)M_OWNER,q,at,ZCONNLOSS,a,g,b \
+  :: typ == RQ_VERIFY && KEEP_VERIFY -> IBSEND(c)M_VERIFY,q,at,ZCONNLOSS,a,g,0 \
+  :: else \
   fi
 
 #define OPT_C(i) :: c = i
@@ -1231,10 +1307,28 @@ init {
   byte i0, k, j, sent;
   atomic {
 #ifdef RWLOCK
-    /* each contender draws its role: reader or writer */
+    /* each contender draws its role: reader or writer. The contenders
+     * are symmetric (same code, same faults, nothing depends on the
+     * index), so the roles are drawn up to a renaming of the contenders:
+     * readers first (writer[] non-decreasing), NC + 1 draws instead of
+     * 2^NC. The liveness claim is about contender 0, so there its role is
+     * drawn freely and only the others' are ordered. */
+#ifdef LIVE
     if :: writer[0] = 1 :: writer[0] = 0 fi;
-    if :: writer[1] = 1 :: writer[1] = 0 fi;
-    if :: writer[2] = 1 :: writer[2] = 0 fi;
+    i0 = 1;
+#else
+    i0 = 0;
+#endif
+    j = i0;   /* the first of those drawn in order */
+    do
+    :: i0 < NC ->
+       if
+       :: writer[i0] = 1
+       :: i0 == j || writer[i0 - 1] == 0 -> writer[i0] = 0
+       fi; i0++
+    :: else -> break
+    od;
+    i0 = 0; j = 0;
 #endif
     do
     :: i0 < NQ -> me[i0] = NONE; p1[i0] = NONE; p2[i0] = NONE; wn[i0] = NONE; i0++
@@ -1274,7 +1368,7 @@ init {
 #ifdef LIVE
 #define WAITING(q) (ph[q] == Q_LISTING || ph[q] == Q_WATCHING)
 #define MINE(q) (me[q] != NONE && nex[me[q]])
-#define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && nseq[k] < nseq[me[0]] && BLOCKS(0, k))
+#define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && SEQ(k) < SEQ(me[0]) && BLOCKS(0, k))
 #define FREE_A (WAITING(0) && MINE(0) FOR_N(NOBLK_A))
 #ifdef SEMAPHORE
 #define OTHER_L(k) + (nex[k] && npar[k] == 1 && k != me[1])
