@@ -253,9 +253,11 @@ inline srv_delete(n) {
  * "Reductions" in model/README.md): those of an attempt that has ended
  * (its callbacks check q->attempt: no effect), a listing or owner check
  * that is no longer the last one sent (list_seq), an exists whose watch
- * is no longer registered (watch id). Such a reply in flight keeps its
- * number from being taken again (fresh_*), so it would stay ignored. A
- * stale create that made a node is still sent: create_cb deletes it. */
+ * is no longer registered (watch id). Those numbers never come back
+ * while the reply could be taken (the attempt only grows; list_seq only
+ * grows within an attempt; a watch id in a reply is not drawn again), so
+ * it would stay ignored. A stale create that made a node is still sent:
+ * create_cb deletes it. */
 #define KEEP_CREATE(made) (at == att[q] || (made))
 #define KEEP_LIST (at == att[q] && a == lseq[q])
 #define KEEP_EXISTS (at == att[q] && b == wid[q])
@@ -391,33 +393,24 @@ end:
 /* ================================================================ */
 /* the engine, one inline per function of lib/queue*.c */
 
-/* Fresh identifiers (see "Reductions" in model/README.md). The engine
- * compares an attempt number, a list_seq, a watch id and a prefix only
- * for equality, with the copies carried by requests and replies still in
- * flight (and a prefix with the nodes that have it): any value none of
- * those holds behaves the same. The model takes the smallest such value,
- * not the next of a counter, so that equal situations are equal states. */
-byte fv;          /* scratch, 0 outside these inlines */
+/* Identifiers (see "Reductions" in model/README.md). The engine compares
+ * an attempt number, a list_seq, a watch id and a prefix only for
+ * equality, with the copies carried by requests and replies still in
+ * flight (a prefix also with the nodes that have it), so any value none
+ * of those holds behaves the same. q->attempt and the prefix are counters
+ * as in the code. list_seq is compared only together with the attempt, so
+ * it starts again from 0 in each attempt. A watch id takes the smallest
+ * value no request, reply or registration of q holds: equal situations
+ * are equal states. (Measured: the smallest free value for all four gave
+ * more states than these counters, as it depends on which replies are
+ * still in flight when the number is drawn.) */
 inline fresh_att(q) {   /* q->attempt++ (start, restart) */
-  fv = 1;
-  do
-  :: rq[CL(q)]??[_,eval(q),eval(fv),_,_,_] ||
-     ib[CL(q)]??[_,eval(q),eval(fv),_,_,_,_] -> fv++
-  :: else -> break
-  od;
-  att[q] = fv; fv = 0
+  assert(att[q] < 255); att[q]++
 }
 inline fresh_lseq(q) {  /* ++q->list_seq (step_list, hold_now) */
-  fv = 1;
-  do
-  :: rq[CL(q)]??[RQ_LIST,eval(q),_,_,eval(fv),_] ||
-     rq[CL(q)]??[RQ_OWNER,eval(q),_,_,_,eval(fv)] ||
-     ib[CL(q)]??[M_LIST,eval(q),_,_,eval(fv),_,_] ||
-     ib[CL(q)]??[M_OWNER,eval(q),_,_,_,_,eval(fv)] || cwid[q] == fv -> fv++
-  :: else -> break
-  od;
-  lseq[q] = fv; fv = 0
+  assert(lseq[q] < 255); lseq[q]++
 }
+byte fv;          /* scratch, 0 outside fresh_wid */
 inline fresh_wid(q) {   /* a new watch registration's id */
   fv = 1;
   do
@@ -427,26 +420,17 @@ inline fresh_wid(q) {   /* a new watch registration's id */
   od;
   wid[q] = fv; fv = 0
 }
-/* a prefix is compared with the nodes of our contender in our parent
- * (find_lost_create, bg_cleanup): those that exist, those whose create is
- * still in flight, and a cleanup still pending */
-#define PFX_USED(i) || (nex[i] && nown[i] == CL(q) && npar[i] == PAR(q) && npfx[i] == fv)
-inline fresh_pfx(q) {   /* zkr__q_make_prefix: a new random "_c_<uuid>-" */
-  fv = 1;
-  do
-  :: rq[CL(q)]??[RQ_CREATE,eval(q),_,_,eval(fv),_] ||
-     (cln[q] && clp[q] == fv) FOR_N(PFX_USED) -> fv++
-  :: else -> break
-  od;
-  pfx[q] = fv; fv = 0
+inline fresh_pfx(q) {   /* zkr__q_make_prefix: a new "_c_<uuid>-" */
+  assert(pfx[q] < 255); pfx[q]++
 }
 
 /* The queue object goes idle (finish with a failure, release, a loss):
- * the attempt's fields that nothing reads before the next start() or
- * restart writes them take one fixed value. att[q] = 0 makes every late
- * reply of the ended attempt stale (replies carry attempts >= 1). */
+ * q->attempt++ (late callbacks of the attempt are ignored), and the
+ * attempt's fields that nothing reads before the next start() or restart
+ * writes them take one fixed value. */
 inline idle_reset(q) {
-  att[q] = 0; lseq[q] = 0; pfx[q] = 0; qgen[q] = 0;
+  fresh_att(q);
+  lseq[q] = 0; qgen[q] = 0;
   cgv[q] = 0; lsent[q] = 0; wc[q] = 0; rla[q] = 0
 }
 
@@ -748,6 +732,7 @@ inline restart(q) {
   cu[q] = 0; lsent[q] = 0;
   ph[q] = Q_CREATING;
   fresh_att(q); fresh_pfx(q);
+  lseq[q] = 0;                    /* compared only with the attempt */
   if
   :: conn[CL(q)] -> step_create(q)
   :: else -> wc[q] = 1
