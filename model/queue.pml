@@ -145,7 +145,11 @@ chan rq[NC] = [RQLEN] of { byte, byte, byte, byte, byte, byte };
 #define M_CONN    10
 #define M_OWNER   11  /* a=node, b=gen of the request, m=list_seq */
 #define M_VERIFY  12  /* a=node */
-chan ib[NC] = [6] of { byte, byte, byte, byte, byte, byte, short };
+/* room for the replies and events of each queue object and the session
+ * events of each fault; asserted never full (a too small bound fails the
+ * search: the first one-fault semaphore search filled 6) */
+#define IBLEN (QPC * 4 + 2 * MAXF + 2)
+chan ib[NC] = [IBLEN] of { byte, byte, byte, byte, byte, byte, short };
 /* typ, q, att, rc, a, b(gen of the request), m (children mask) */
 
 #define ZOK 0
