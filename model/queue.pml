@@ -1040,8 +1040,9 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #endif
 
 /* ================================================================ */
-/* the environment: faults, at most MAXF in a run; it may stop at any time
- * (so weak fairness never forces a fault) */
+/* the environment: faults, at most MAXF in a run; with LIVE it may stop at
+ * any time (so weak fairness never forces a fault); a safety search needs
+ * no stop (a stopped env is one that takes no more faults) */
 
 /* the replies of what was in flight are lost: the client library
  * completes each request with a connection loss, in order (those the
