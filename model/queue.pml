@@ -90,19 +90,21 @@
 #define RQSEND(k) assert(nfull(rq[k])); rq[k]!
 
 #define NONE 255
+#define SEQ(n) (n)    /* compared only between nodes of one parent */
 
 /* ---- the server: the nodes of the queue(s) ---- */
 bit  nex[MAXN];   /* exists */
 byte nown[MAXN];  /* owner contender */
 byte ngen[MAXN];  /* its session (ephemeralOwner) */
 byte npfx[MAXN];  /* the attempt's "_c_<uuid>-" prefix (with the owner) */
-byte nseq[MAXN];  /* sequence number within its parent */
+/* a node's sequence number within its parent is not stored: slots are
+ * taken in creation order, so within one parent the slot order is the
+ * sequence order (SEQ below) */
 byte npar[MAXN];  /* parent */
 bit  nwr[MAXN];   /* rwlock: a writer's node */
 byte ndw[MAXN];   /* sessions with a data (exists) watch on it */
 bit  nbg[MAXN];   /* a background delete of it is pending (bgdelete.c) */
 byte nnodes;      /* slots used */
-byte seqctr[NPAR];
 byte cwm[NPAR];   /* sessions with a children watch on the parent */
 byte sgen[NC];    /* each contender's current ZooKeeper session */
 byte faults;
@@ -143,7 +145,11 @@ chan rq[NC] = [RQLEN] of { byte, byte, byte, byte, byte, byte };
 #define M_CONN    10
 #define M_OWNER   11  /* a=node, b=gen of the request, m=list_seq */
 #define M_VERIFY  12  /* a=node */
-chan ib[NC] = [6] of { byte, byte, byte, byte, byte, byte, short };
+/* room for the replies and events of each queue object and the session
+ * events of each fault; asserted never full (a too small bound fails the
+ * search: the first one-fault semaphore search filled 6) */
+#define IBLEN (QPC * 4 + 2 * MAXF + 2)
+chan ib[NC] = [IBLEN] of { byte, byte, byte, byte, byte, byte, short };
 /* typ, q, att, rc, a, b(gen of the request), m (children mask) */
 
 #define ZOK 0
@@ -168,7 +174,6 @@ byte p1[NQ];      /* q->pred1 */
 byte p2[NQ];      /* q->pred2 */
 byte wn[NQ];      /* registered data watch: its node (NONE: none) */
 byte wid[NQ];     /* its id (0: none) */
-byte wctr[NQ];    /* id counter */
 byte cwid[NQ];    /* registered children watch: id = the list_seq (0: none) */
 bit  cu[NQ];      /* create_unknown */
 bit  cgv[NQ];     /* create_gen_valid */
@@ -212,7 +217,6 @@ bit writer[NC];   /* the role each contender drew */
 #endif
 
 /* the user of each contender */
-bit  cancelreq[NC];  /* a cancel asked (or the deadline passed) */
 byte ust[NC];        /* 0 acquiring, 1 holding (election: has led), 2 done */
 #ifdef ELECTION
 bit  rsg[NC];        /* resigned once */
@@ -249,6 +253,22 @@ inline srv_delete(n) {
   cwm[npar[n]] = 0
 }
 
+/* Replies the client would ignore whenever it took them are not sent (see
+ * "Reductions" in model/README.md): those of an attempt that has ended
+ * (its callbacks check q->attempt: no effect), a listing or owner check
+ * that is no longer the last one sent (list_seq), an exists whose watch
+ * is no longer registered (watch id). Those numbers never come back
+ * while the reply could be taken (the attempt only grows; list_seq only
+ * grows within an attempt; a watch id in a reply is not drawn again), so
+ * it would stay ignored. A stale create that made a node is still sent:
+ * create_cb deletes it. */
+#define KEEP_CREATE(made) (at == att[q] || (made))
+#define KEEP_LIST (at == att[q] && a == lseq[q])
+#define KEEP_EXISTS (at == att[q] && b == wid[q])
+#define KEEP_ADOPT (at == att[q])
+#define KEEP_OWNER (at == att[q] && b == lseq[q])
+#define KEEP_VERIFY (at == att[q])
+
 /* apply one request of contender c (typ,q,at,g,a,b); reply unless silent */
 inline srv_apply(c, silent) {
   if
@@ -264,7 +284,7 @@ inline srv_apply(c, silent) {
         n = nnodes; nnodes++;
         nex[n] = 1; nown[n] = c; ngen[n] = g; npfx[n] = a;
         printf("MSC: server: node %d created for contender %d\n", n, c);
-        npar[n] = PAR(q); nseq[n] = seqctr[npar[n]]; seqctr[npar[n]]++;
+        npar[n] = PAR(q);
 #ifdef RWLOCK
         nwr[n] = writer[c];
 #endif
@@ -280,7 +300,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_CREATE,q,at,rc,n,g,0
+     :: !silent && KEEP_CREATE(rc == ZOK) -> IBSEND(c)M_CREATE,q,at,rc,n,g,0
      :: else
      fi
   :: typ == RQ_LIST ->
@@ -302,7 +322,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_LIST,q,at,rc,a,b,m
+     :: !silent && KEEP_LIST -> IBSEND(c)M_LIST,q,at,rc,a,b,m
      :: else
      fi
   :: typ == RQ_EXISTS ->
@@ -312,7 +332,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_EXISTS,q,at,rc,b,g,0
+     :: !silent && KEEP_EXISTS -> IBSEND(c)M_EXISTS,q,at,rc,b,g,0
      :: else
      fi
   :: typ == RQ_ADOPT ->
@@ -321,7 +341,7 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
+     :: !silent && KEEP_ADOPT -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
      :: else
      fi
   :: typ == RQ_OWNER || typ == RQ_VERIFY ->
@@ -330,8 +350,8 @@ inline srv_apply(c, silent) {
      :: else
      fi;
      if
-     :: !silent && typ == RQ_OWNER -> IBSEND(c)M_OWNER,q,at,rc,a,g,b
-     :: !silent && typ == RQ_VERIFY -> IBSEND(c)M_VERIFY,q,at,rc,a,g,0
+     :: !silent && typ == RQ_OWNER && KEEP_OWNER -> IBSEND(c)M_OWNER,q,at,rc,a,g,b
+     :: !silent && typ == RQ_VERIFY && KEEP_VERIFY -> IBSEND(c)M_VERIFY,q,at,rc,a,g,0
      :: else
      fi
   fi
@@ -376,6 +396,47 @@ end:
 
 /* ================================================================ */
 /* the engine, one inline per function of lib/queue*.c */
+
+/* Identifiers (see "Reductions" in model/README.md). The engine compares
+ * an attempt number, a list_seq, a watch id and a prefix only for
+ * equality, with the copies carried by requests and replies still in
+ * flight (a prefix also with the nodes that have it), so any value none
+ * of those holds behaves the same. q->attempt and the prefix are counters
+ * as in the code. list_seq is compared only together with the attempt, so
+ * it starts again from 0 in each attempt. A watch id takes the smallest
+ * value no request, reply or registration of q holds: equal situations
+ * are equal states. (Measured: the smallest free value for all four gave
+ * more states than these counters, as it depends on which replies are
+ * still in flight when the number is drawn.) */
+inline fresh_att(q) {   /* q->attempt++ (start, restart) */
+  assert(att[q] < 255); att[q]++
+}
+inline fresh_lseq(q) {  /* ++q->list_seq (step_list, hold_now) */
+  assert(lseq[q] < 255); lseq[q]++
+}
+byte fv;          /* scratch, 0 outside fresh_wid */
+inline fresh_wid(q) {   /* a new watch registration's id */
+  fv = 1;
+  do
+  :: rq[CL(q)]??[RQ_EXISTS,eval(q),_,_,_,eval(fv)] ||
+     ib[CL(q)]??[M_EXISTS,eval(q),_,_,eval(fv),_,_] || wid[q] == fv -> fv++
+  :: else -> break
+  od;
+  wid[q] = fv; fv = 0
+}
+inline fresh_pfx(q) {   /* zkr__q_make_prefix: a new "_c_<uuid>-" */
+  assert(pfx[q] < 255); pfx[q]++
+}
+
+/* The queue object goes idle (finish with a failure, release, a loss):
+ * q->attempt++ (late callbacks of the attempt are ignored), and the
+ * attempt's fields that nothing reads before the next start() or restart
+ * writes them take one fixed value. */
+inline idle_reset(q) {
+  fresh_att(q);
+  lseq[q] = 0; qgen[q] = 0;
+  cgv[q] = 0; lsent[q] = 0; wc[q] = 0; rla[q] = 0
+}
 
 /* zkr__q_drop_watch(q, server) */
 inline drop_watch(q, srvside) {
@@ -440,7 +501,7 @@ inline check_holders(q) {
 inline arm_held_watch(q) {
   if
   :: HELDW(q) && ph[q] == Q_HELD && wid[q] == 0 && me[q] != NONE && conn[CL(q)] ->
-     wctr[q]++; wid[q] = wctr[q]; wn[q] = me[q];
+     fresh_wid(q); wn[q] = me[q];
      RQSEND(CL(q))RQ_EXISTS,q,att[q],cgen[CL(q)],me[q],wid[q]
   :: else
   fi
@@ -470,7 +531,7 @@ inline finish(q, r) {
      clear_node(q); clear_preds(q);
      cu[q] = 0;
      ph[q] = Q_IDLE;
-     att[q]++
+     idle_reset(q)               /* q->attempt++: late callbacks ignored */
   fi;
   res[q] = r
 }
@@ -481,7 +542,7 @@ inline step_list(q) {
   if
   :: !conn[CL(q)] -> wc[q] = 1          /* begin_request: paused */
   :: else ->
-     lseq[q]++;
+     fresh_lseq(q);
      if
      :: CHILDREN(q) && !cu[q] && !adopting[q] ->
         drop_watch(q, 0);
@@ -527,7 +588,7 @@ inline hold_now(q) {
      if
      :: !conn[CL(q)] -> wc[q] = 1
      :: else ->
-        lseq[q]++;                      /* a listing in flight is stale */
+        fresh_lseq(q);                  /* a listing in flight is stale */
         RQSEND(CL(q))RQ_OWNER,q,att[q],cgen[CL(q)],me[q],lseq[q]
      fi
   fi
@@ -556,7 +617,7 @@ inline step_watch(q) {
      if
      :: !conn[CL(q)] -> wc[q] = 1
      :: else ->
-        wctr[q]++; wid[q] = wctr[q]; wn[q] = p1[q];
+        fresh_wid(q); wn[q] = p1[q];
         RQSEND(CL(q))RQ_EXISTS,q,att[q],cgen[CL(q)],p1[q],wid[q]
      fi
   fi
@@ -624,13 +685,13 @@ inline evaluate(q) {
         :: (m & (1 << k)) && k != me[q] && CHILDREN(q) -> np[q]++
         :: (m & (1 << k)) && k != me[q] && !CHILDREN(q) ->
            if
-           :: nseq[k] < nseq[me[q]] && BLOCKS(q, k) ->
+           :: SEQ(k) < SEQ(me[q]) && BLOCKS(q, k) ->
               np[q]++;
               if
-              :: p1[q] == NONE || nseq[k] > nseq[p1[q]] -> p2[q] = p1[q]; p1[q] = k
+              :: p1[q] == NONE || SEQ(k) > SEQ(p1[q]) -> p2[q] = p1[q]; p1[q] = k
               :: else ->
                  if
-                 :: p2[q] == NONE || nseq[k] > nseq[p2[q]] -> p2[q] = k
+                 :: p2[q] == NONE || SEQ(k) > SEQ(p2[q]) -> p2[q] = k
                  :: else
                  fi
               fi
@@ -674,7 +735,8 @@ inline restart(q) {
   clear_node(q); clear_preds(q);
   cu[q] = 0; lsent[q] = 0;
   ph[q] = Q_CREATING;
-  att[q]++; pfx[q]++;
+  fresh_att(q); fresh_pfx(q);
+  lseq[q] = 0;                    /* compared only with the attempt */
   if
   :: conn[CL(q)] -> step_create(q)
   :: else -> wc[q] = 1
@@ -687,7 +749,7 @@ inline lose(q) {
   drop_watch(q, 0);
   clear_node(q);
   ph[q] = Q_IDLE;
-  att[q]++;
+  idle_reset(q);
   qlost[q] = 1;
   printf("MSC: queue %d lost its node\n", q);
 #ifdef ELECTION
@@ -893,11 +955,11 @@ inline on_session(c, ev) {
 
 /* start() */
 inline q_start(q) {
-  att[q]++;
+  fresh_att(q);
   ph[q] = Q_CREATING;
   cu[q] = 0; cgv[q] = 0; wc[q] = 0; rla[q] = 0; qlost[q] = 0;
   canc[q] = 0;
-  pfx[q]++;                       /* zkr__q_make_prefix */
+  fresh_pfx(q);                   /* zkr__q_make_prefix */
   step_create(q)
 }
 
@@ -922,7 +984,7 @@ inline q_release(q) {
      fi;
      clear_node(q);
      ph[q] = Q_IDLE;
-     att[q]++
+     idle_reset(q)
   :: else
   fi;
   qlost[q] = 0
@@ -944,7 +1006,7 @@ inline guarded_write(q) {
 #ifdef SEMAPHORE
            j++
 #else
-           assert(!(nseq[k] < nseq[me[q]] && BLOCKS(q, k)))
+           assert(!(SEQ(k) < SEQ(me[q]) && BLOCKS(q, k)))
 #endif
         :: else
         fi; k++
@@ -956,30 +1018,60 @@ inline guarded_write(q) {
   fi
 }
 
+#ifdef SEMAPHORE
+/* the semaphore's acquisition (lib/semaphore.c): its state machine */
+#define A_ADMIT 1
+#define A_LEASE 2
+#define A_END 3
+byte sa[NC];
+bit  srestart[NC];
+bit  scancel[NC];
+
+/* job_cancel: the acquisition is cancelled, and so is the queue it is in */
+inline user_cancel(c) {
+  scancel[c] = 1;
+  if
+  :: sa[c] == A_ADMIT -> q = 2 * c; q_cancel(q)
+  :: sa[c] == A_LEASE -> q = 2 * c + 1; q_cancel(q)
+  fi
+}
+#else
+inline user_cancel(c) { q = c; q_cancel(q) }
+#endif
+
 /* ================================================================ */
-/* the environment: faults, at most MAXF in a run; it may stop at any time
- * (so weak fairness never forces a fault) */
+/* the environment: faults, at most MAXF in a run; with LIVE it may stop at
+ * any time (so weak fairness never forces a fault); a safety search needs
+ * no stop (a stopped env is one that takes no more faults) */
 
 /* the replies of what was in flight are lost: the client library
- * completes each request with a connection loss, in order */
+ * completes each request with a connection loss, in order (those the
+ * client would ignore are not sent, as in srv_apply) */
 #define LOSE_REPLIES(c) \
   if \
-  :: typ == RQ_CREATE -> IBSEND(c)M_CREATE,q,at,ZCONNLOSS,NONE,g,0 \
-  :: typ == RQ_LIST -> IBSEND(c)M_LIST,q,at,ZCONNLOSS,a,b,0 \
-  :: typ == RQ_EXISTS -> IBSEND(c)M_EXISTS,q,at,ZCONNLOSS,b,g,0 \
-  :: typ == RQ_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
-  :: typ == RQ_OWNER -> IBSEND(c)M_OWNER,q,at,ZCONNLOSS,a,g,b \
-  :: typ == RQ_VERIFY -> IBSEND(c)M_VERIFY,q,at,ZCONNLOSS,a,g,0 \
+  :: typ == RQ_CREATE && KEEP_CREATE(0) -> IBSEND(c)M_CREATE,q,at,ZCONNLOSS,NONE,g,0 \
+  :: typ == RQ_LIST && KEEP_LIST -> IBSEND(c)M_LIST,q,at,ZCONNLOSS,a,b,0 \
+  :: typ == RQ_EXISTS && KEEP_EXISTS -> IBSEND(c)M_EXISTS,q,at,ZCONNLOSS,b,g,0 \
+  :: typ == RQ_ADOPT && KEEP_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
+  :: typ == RQ_OWNER && KEEP_OWNER -> IBSEND(c)M_OWNER,q,at,ZCONNLOSS,a,g,b \
+  :: typ == RQ_VERIFY && KEEP_VERIFY -> IBSEND(c)M_VERIFY,q,at,ZCONNLOSS,a,g,0 \
+  :: else \
   fi
 
 #define OPT_C(i) :: c = i
 #define OPT_CL(i) :: nempty(rq[i]) -> c = i
 #define OPT_DEL(i) :: nex[i] -> n = i
 #define OPT_SET(i) :: nex[i] && ndw[i] != 0 -> n = i
-#define OPT_CANC(i) :: ust[i] == 0 && !cancelreq[i] -> c = i
+#ifdef SEMAPHORE
+/* job_cancel: only an acquisition that has started and not ended */
+#define OPT_CANC(i) :: sa[i] == A_ADMIT || sa[i] == A_LEASE -> c = i
+#else
+/* zkr__queue_cancel has an effect only while acquiring (else EINVAL) */
+#define OPT_CANC(i) :: ust[i] == 0 && ACQUIRING(i) -> c = i
+#endif
 
 active proctype env() {
-  byte c, typ, q, at, g, a, b, rc, n, k, i;
+  byte c, typ, q, at, g, a, b, rc, n, k, i, j;
   short m;
 end:
   do
@@ -1048,13 +1140,18 @@ end:
           od;
           ndw[n] = 0; n = 0; k = 0 }
      :: atomic {   /* the user cancels a waiting contender, or its deadline
-                    * passes */
+                    * passes: done here, in the fault's step (the user's
+                    * call and deadline_fired take the queue's lock, so
+                    * they are one step between two callbacks) */
           if FOR_C(OPT_CANC) fi;
-          faults++; cancelreq[c] = 1;
+          faults++;
           printf("MSC: fault: contender %d's user cancels (or its deadline passes)\n", c);
-          c = 0 }
+          user_cancel(c);
+          c = 0; q = 0; k = 0; j = 0 }
      fi
-  :: break
+#ifdef LIVE
+  :: break      /* stop: weak fairness never forces a fault */
+#endif
   od
 }
 
@@ -1088,7 +1185,6 @@ proctype client(byte c) {
 end:
   do
   :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
-  :: atomic { cancelreq[c] -> cancelreq[c] = 0; q = c; q_cancel(q); RESET_LOCALS }
   :: atomic { ust[c] == 0 && res[c] != 0 ->
        /* the user gets the result; holding, it makes one guarded write
         * (at any later time: this step waits as long as any other) */
@@ -1127,12 +1223,6 @@ end:
  * admission queue (q = 2c, the mutex policy on locks/), then the lease
  * queue (q = 2c+1, count_all on leases/ with a children watch), then the
  * admission node is released and the lease handed out */
-#define A_ADMIT 1
-#define A_LEASE 2
-#define A_END 3
-byte sa[NC];
-bit  srestart[NC];
-bit  scancel[NC];
 
 /* acq_finish */
 inline acq_finish(c, r) {
@@ -1166,18 +1256,6 @@ proctype client(byte c) {
 end:
   do
   :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
-  :: atomic { cancelreq[c] ->   /* job_cancel */
-       cancelreq[c] = 0;
-       if
-       :: sa[c] != A_END ->
-          scancel[c] = 1;
-          if
-          :: sa[c] == A_ADMIT -> q = 2 * c; q_cancel(q)
-          :: sa[c] == A_LEASE -> q = 2 * c + 1; q_cancel(q)
-          fi
-       :: else
-       fi;
-       RESET_LOCALS }
   :: atomic { sa[c] == A_ADMIT && res[2 * c] != 0 ->   /* adm_done */
        r = res[2 * c]; res[2 * c] = 0;
        if
@@ -1219,10 +1297,28 @@ init {
   byte i0, k, j, sent;
   atomic {
 #ifdef RWLOCK
-    /* each contender draws its role: reader or writer */
+    /* each contender draws its role: reader or writer. The contenders
+     * are symmetric (same code, same faults, nothing depends on the
+     * index), so the roles are drawn up to a renaming of the contenders:
+     * readers first (writer[] non-decreasing), NC + 1 draws instead of
+     * 2^NC. The liveness claim is about contender 0, so there its role is
+     * drawn freely and only the others' are ordered. */
+#ifdef LIVE
     if :: writer[0] = 1 :: writer[0] = 0 fi;
-    if :: writer[1] = 1 :: writer[1] = 0 fi;
-    if :: writer[2] = 1 :: writer[2] = 0 fi;
+    i0 = 1;
+#else
+    i0 = 0;
+#endif
+    j = i0;   /* the first of those drawn in order */
+    do
+    :: i0 < NC ->
+       if
+       :: writer[i0] = 1
+       :: i0 == j || writer[i0 - 1] == 0 -> writer[i0] = 0
+       fi; i0++
+    :: else -> break
+    od;
+    i0 = 0; j = 0;
 #endif
     do
     :: i0 < NQ -> me[i0] = NONE; p1[i0] = NONE; p2[i0] = NONE; wn[i0] = NONE; i0++
@@ -1262,7 +1358,7 @@ init {
 #ifdef LIVE
 #define WAITING(q) (ph[q] == Q_LISTING || ph[q] == Q_WATCHING)
 #define MINE(q) (me[q] != NONE && nex[me[q]])
-#define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && nseq[k] < nseq[me[0]] && BLOCKS(0, k))
+#define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && SEQ(k) < SEQ(me[0]) && BLOCKS(0, k))
 #define FREE_A (WAITING(0) && MINE(0) FOR_N(NOBLK_A))
 #ifdef SEMAPHORE
 #define OTHER_L(k) + (nex[k] && npar[k] == 1 && k != me[1])
