@@ -408,8 +408,9 @@ end:
  * are equal states. (Measured: the smallest free value for all four gave
  * more states than these counters, as it depends on which replies are
  * still in flight when the number is drawn.) */
-inline fresh_att(q) {   /* q->attempt++ (start, restart) */
-  assert(att[q] < 255); att[q]++
+inline fresh_att(q) {   /* zkr__q_next_attempt: q->attempt++, and the */
+  assert(att[q] < 255); att[q]++;   /* adoption mark is cleared (the old */
+  adopting[q] = 0                   /* attempt's adopt_cb is ignored) */
 }
 inline fresh_lseq(q) {  /* ++q->list_seq (step_list, hold_now) */
   assert(lseq[q] < 255); lseq[q]++
