@@ -419,17 +419,30 @@ static void test_parent_errors(void) {
 
 /* ---- a create whose reply was lost, with a children-watch policy ---- */
 
-static void test_lost_reply(void) {
-  const char *path = zkt_path("adopt");
+/* A session with @timeout_ms through a new test/zkproxy (NULL if none). */
+static zkr_session *proxied_session(int timeout_ms) {
   int port = zkt_proxy_start(hosts);
   char via[64];
   snprintf(via, sizeof via, "127.0.0.1:%d", port);
   zkr_session *s = NULL;
   zkr_session_opts *o = NULL;
   zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 10000);
+  zkr_session_opts_set_session_timeout(o, timeout_ms);
   is(zkr_session_new(&s, via, o), ZKR_OK, "a session through the proxy");
   zkr_session_opts_free(o);
+  return s;
+}
+
+/* Close @s, check that @path is left empty and stop the proxy. */
+static void proxied_session_end(zkr_session *s, const char *path) {
+  zkr_session_close(s);
+  ok(zkt_children_become(admin, path, 0, 10000), "no node left");
+  is(zkt_proxy_stop(), 0, "proxy exits cleanly");
+}
+
+static void test_lost_reply(void) {
+  const char *path = zkt_path("adopt");
+  zkr_session *s = proxied_session(10000);
   if (!s)
     return;
   int64_t sid = zkr_session_id(s);
@@ -458,9 +471,7 @@ static void test_lost_reply(void) {
   zkr__queue_release(h1);
   zkr__queue_free(q);
   zkr__queue_free(h1);
-  zkr_session_close(s);
-  ok(zkt_children_become(admin, path, 0, 10000), "no node left");
-  is(zkt_proxy_stop(), 0, "proxy exits cleanly");
+  proxied_session_end(s, path);
 }
 
 /* ---- an adoption cut short by a cancel leaves nothing behind ----
@@ -473,15 +484,7 @@ static void test_lost_reply(void) {
 
 static void test_adopt_cancelled(void) {
   const char *path = zkt_path("adopt-cancel");
-  int port = zkt_proxy_start(hosts);
-  char via[64];
-  snprintf(via, sizeof via, "127.0.0.1:%d", port);
-  zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 20000);
-  is(zkr_session_new(&s, via, o), ZKR_OK, "a session through the proxy");
-  zkr_session_opts_free(o);
+  zkr_session *s = proxied_session(20000);
   if (!s)
     return;
   zkr__queue *h1 = mkq(admin, path, &two_policy);
@@ -521,9 +524,7 @@ static void test_adopt_cancelled(void) {
   zkr__queue_free(q);
   zkr__queue_free(h1);
   zkr__queue_free(h2);
-  zkr_session_close(s);
-  ok(zkt_children_become(admin, path, 0, 10000), "no node left");
-  is(zkt_proxy_stop(), 0, "proxy exits cleanly");
+  proxied_session_end(s, path);
 }
 
 int main(void) {
