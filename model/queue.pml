@@ -24,6 +24,12 @@
  *                           exists, no re-listing): must fail
  *   -DNC=n -DMAXF=n -DLIMIT=n  contenders, faults, semaphore permits
  *   -DRESIGN=n              election: how many contenders may resign (1)
+ *   -DFREE_ADMISSION        semaphore, safety only: the admission mutex
+ *                           left out, admission granted at any moment (a
+ *                           superset of the lease side's behaviours; see
+ *                           "The semaphore with two faults" in README.md)
+ *   -DMUTANT_LEASE_COUNT    semaphore: a lease holds with LIMIT others
+ *                           (one too many): must fail
  *
  * The model is the engine as written, not the textbook recipe: requests go
  * to the server in order over one connection per contender, replies and
@@ -43,6 +49,10 @@
 #endif
 #ifndef RESIGN
 #define RESIGN 1      /* election: contenders 0..RESIGN-1 may resign once */
+#endif
+
+#if defined(FREE_ADMISSION) && (!defined(SEMAPHORE) || defined(LIVE))
+#error "FREE_ADMISSION is for the semaphore's safety searches only"
 #endif
 
 #ifdef SEMAPHORE
@@ -194,7 +204,11 @@ bit  canc[NQ];    /* ghost: this acquisition was cancelled or timed out */
 #ifdef SEMAPHORE
 #define PAR(q) QK(q)
 #define CHILDREN(q) (QK(q) == 1)     /* the lease: ZKR__QWAIT_CHILDREN, count_all */
+#ifdef MUTANT_LEASE_COUNT
+#define HOLDS(q, b) (QK(q) == 1 -> ((b) <= LIMIT) : ((b) == 0))
+#else
 #define HOLDS(q, b) (QK(q) == 1 -> ((b) + 1 <= LIMIT) : ((b) == 0))
+#endif
 #else
 #define PAR(q) 0
 #define CHILDREN(q) 0
@@ -220,6 +234,15 @@ bit writer[NC];   /* the role each contender drew */
 byte ust[NC];        /* 0 acquiring, 1 holding (election: has led), 2 done */
 #ifdef ELECTION
 bit  rsg[NC];        /* resigned once */
+#endif
+#ifdef SEMAPHORE
+/* the semaphore's acquisition (lib/semaphore.c), per contender */
+#define A_ADMIT 1
+#define A_LEASE 2
+#define A_END 3
+byte sa[NC];
+bit  srestart[NC];
+bit  scancel[NC];
 #endif
 
 /* user-level results */
@@ -933,6 +956,14 @@ inline on_session(c, ev) {
   :: ev == M_CONN -> conn[c] = 1; cgen[c] = sgen[c]
   :: else
   fi;
+#ifdef FREE_ADMISSION
+  /* the admission, held all through A_LEASE, is lost with the session
+   * (lose() on the admission queue, the first of c's two) */
+  if
+  :: ev == M_LOST && sa[c] == A_LEASE -> qlost[2 * c] = 1
+  :: else
+  fi;
+#endif
   q = c * QPC;
   do
   :: q < c * QPC + QPC ->
@@ -1021,12 +1052,6 @@ inline guarded_write(q) {
 
 #ifdef SEMAPHORE
 /* the semaphore's acquisition (lib/semaphore.c): its state machine */
-#define A_ADMIT 1
-#define A_LEASE 2
-#define A_END 3
-byte sa[NC];
-bit  srestart[NC];
-bit  scancel[NC];
 
 /* job_cancel: the acquisition is cancelled, and so is the queue it is in */
 inline user_cancel(c) {
@@ -1063,7 +1088,12 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #define OPT_CL(i) :: nempty(rq[i]) -> c = i
 #define OPT_DEL(i) :: nex[i] -> n = i
 #define OPT_SET(i) :: nex[i] && ndw[i] != 0 -> n = i
-#ifdef SEMAPHORE
+#if defined(FREE_ADMISSION)
+/* job_cancel while leasing (a cancel while admitting ends the acquisition
+ * with no lease node: the same, for the lease side, as a contender that
+ * is never admitted, which needs no fault here) */
+#define OPT_CANC(i) :: sa[i] == A_LEASE -> c = i
+#elif defined(SEMAPHORE)
 /* job_cancel: only an acquisition that has started and not ended */
 #define OPT_CANC(i) :: sa[i] == A_ADMIT || sa[i] == A_LEASE -> c = i
 #else
@@ -1247,7 +1277,11 @@ inline acq_finish(c, r) {
 inline acq_kick(c) {
   if
   :: scancel[c] -> acq_finish(c, R_CANCELED)
+#ifdef FREE_ADMISSION
+  :: else -> sa[c] = A_ADMIT          /* admitted at some later step */
+#else
   :: else -> sa[c] = A_ADMIT; q = 2 * c; q_start(q)
+#endif
   fi
 }
 
@@ -1257,6 +1291,13 @@ proctype client(byte c) {
 end:
   do
   :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
+#ifdef FREE_ADMISSION
+  /* adm_done without the admission queue: admitted at any moment,
+   * whoever else is (the mutex's guarantee is dropped, not assumed) */
+  :: atomic { sa[c] == A_ADMIT ->
+       assert(!scancel[c] && !qlost[2 * c]);
+       sa[c] = A_LEASE; q = 2 * c + 1; q_start(q); RESET_LOCALS }
+#else
   :: atomic { sa[c] == A_ADMIT && res[2 * c] != 0 ->   /* adm_done */
        r = res[2 * c]; res[2 * c] = 0;
        if
@@ -1268,6 +1309,7 @@ end:
           sa[c] = A_LEASE; q = 2 * c + 1; q_start(q)
        fi;
        r = 0; RESET_LOCALS }
+#endif
   :: atomic { sa[c] == A_LEASE && res[2 * c + 1] != 0 ->   /* lease_done */
        r = res[2 * c + 1]; res[2 * c + 1] = 0;
        if
@@ -1339,7 +1381,10 @@ init {
 #ifdef SEMAPHORE
        sa[i0] = A_ADMIT;
 #endif
-       q_start(i0 * QPC); i0++
+#ifndef FREE_ADMISSION
+       q_start(i0 * QPC);
+#endif
+       i0++
     :: else -> break
     od;
     i0 = 0;

@@ -4,7 +4,9 @@
 # exhaustive safety search (assertions: mutual exclusion by the policy,
 # guarded writes, no grant after a cancel) and the liveness search (a
 # waiter whose blockers are gone stops waiting, under weak fairness); then
-# the mutant that takes a watch event as the grant, which must give a
+# the semaphore's lease side with the admission left out (the reduction
+# its two-fault search uses); then the mutants that take a watch event as
+# the grant and that let one lease too many hold, which must each give a
 # counterexample. model/README.md says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
@@ -41,7 +43,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..10"
+echo "1..13"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -103,6 +105,9 @@ searches=(
   "election-safety|election: safety, exhaustive (3 contenders, one may resign, $fo fault(s))|-DELECTION -DRESIGN=1 -DMAXF=$fo|$safety|$sargs"
   "election-safety-f|election: safety, exhaustive (3 contenders, $fm fault(s))|-DELECTION -DRESIGN=0 -DMAXF=$fm|$safety|$sargs"
   "election-live|election: liveness under weak fairness (3 contenders, one may resign, $fo fault(s))|-DELECTION -DRESIGN=1 -DMAXF=$fo -DLIVE|$live|$largs"
+  # the lease side alone, admitted at any moment (a superset of its
+  # behaviours: the reduction of the semaphore's two-fault search)
+  "semaphore-free|semaphore (2 permits), admission left out: safety, exhaustive (3 contenders, $fo fault(s))|-DSEMAPHORE -DFREE_ADMISSION -DMAXF=$fo|$safety|$sargs"
 )
 lane() { # lane INDEX...: run those searches in turn
   local i name desc sf cf pa
@@ -113,7 +118,7 @@ lane() { # lane INDEX...: run those searches in turn
 }
 lane 1 7 >/dev/null &   # the two longest (with faults)
 lane_pid=$!
-lane 0 2 3 4 5 6 8
+lane 0 2 3 4 5 6 8 9
 wait "$lane_pid"
 for i in "${!searches[@]}"; do
   IFS='|' read -r name desc sf cf pa <<<"${searches[i]}"
@@ -136,3 +141,19 @@ else
   echo "not ok $n - mutant without the wake-up check gives no counterexample"
   fail_diag mutant
 fi
+
+# ... and for the semaphore's count: a lease that holds with LIMIT other
+# lease nodes (one too many) must be caught, in the full model and in the
+# reduced one the two-fault search uses (neither check is vacuous)
+for v in "" "-DFREE_ADMISSION"; do
+  n=$((n + 1))
+  name=mutant-lease${v:+-free}
+  pan_run "$name" "-DSEMAPHORE $v -DMUTANT_LEASE_COUNT -DMAXF=0" "$safety" "$sargs"
+  out=$tmp/$name/out
+  if grep -q 'assertion violated' "$out" && grep -q 'errors: [1-9]' "$out"; then
+    echo "ok $n - semaphore mutant with one lease too many gives a counterexample${v:+ (admission left out)}"
+  else
+    echo "not ok $n - semaphore mutant with one lease too many gives no counterexample${v:+ (admission left out)}"
+    fail_diag "$name"
+  fi
+done
