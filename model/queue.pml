@@ -55,6 +55,10 @@
 #error "FREE_ADMISSION is for the semaphore's safety searches only"
 #endif
 
+#if (defined(FIRST_C0) || defined(SECOND_WHO)) && (defined(RWLOCK) || defined(ELECTION) || defined(LIVE))
+#error "FIRST_C0 needs contenders that are all alike (not the rwlock's ordered roles or the election's resign) and a safety search"
+#endif
+
 #ifdef SEMAPHORE
 #define QPC 2         /* queue objects per contender: admission, lease */
 #define NPAR 2        /* parents: locks/ (0), leases/ (1) */
@@ -1084,21 +1088,70 @@ inline user_cancel(c) { q = c; q_cancel(q) }
   :: else \
   fi
 
-#define OPT_C(i) :: c = i
-#define OPT_CL(i) :: nempty(rq[i]) -> c = i
-#define OPT_DEL(i) :: nex[i] -> n = i
-#define OPT_SET(i) :: nex[i] && ndw[i] != 0 -> n = i
+/* Splitting a search that does not fit in one run (model/README.md,
+ * "Splitting a search"): -DFIRST_C0, the first fault is of contender 0
+ * (its session, its connection, its node, its user); -DFIRST_CLASS=k,
+ * the first fault is of class k (1 expiry, 2 connection loss, 3 delete,
+ * 4 setData, 5 cancel); -DSECOND_CLASS=k, the second fault is;
+ * -DSECOND_WHO=k, the second fault is contender k's */
+#ifdef FIRST_C0
+#define F_WHO1(i) (faults > 0 || (i) == 0)
+#else
+#define F_WHO1(i) 1
+#endif
+#ifdef SECOND_WHO
+#define F_WHO2(i) (faults != 1 || (i) == SECOND_WHO)
+#else
+#define F_WHO2(i) 1
+#endif
+#define F_WHO(i) (F_WHO1(i) && F_WHO2(i))
+#ifdef FIRST_CLASS
+#define F_CLASS1(k) (faults != 0 || FIRST_CLASS == (k))
+#else
+#define F_CLASS1(k) 1
+#endif
+#ifdef SECOND_CLASS
+#define F_CLASS2(k) (faults != 1 || SECOND_CLASS == (k))
+#else
+#define F_CLASS2(k) 1
+#endif
+#define F_CLASS(k) (F_CLASS1(k) && F_CLASS2(k))
+#define G_C(i) (F_CLASS(1) && F_WHO(i))
+#define G_CL(i) (F_CLASS(2) && F_WHO(i) && nempty(rq[i]))
+#define G_DEL(i) (F_CLASS(3) && F_WHO(nown[i]) && nex[i])
+#define G_SET(i) (F_CLASS(4) && F_WHO(nown[i]) && nex[i] && ndw[i] != 0)
+#define OPT_C(i) :: G_C(i) -> c = i
+#define OPT_CL(i) :: G_CL(i) -> c = i
+#define OPT_DEL(i) :: G_DEL(i) -> n = i
+#define OPT_SET(i) :: G_SET(i) -> n = i
 #if defined(FREE_ADMISSION)
 /* job_cancel while leasing (a cancel while admitting ends the acquisition
  * with no lease node: the same, for the lease side, as a contender that
  * is never admitted, which needs no fault here) */
-#define OPT_CANC(i) :: sa[i] == A_LEASE -> c = i
+#define G_CANC(i) (F_CLASS(5) && F_WHO(i) && sa[i] == A_LEASE)
 #elif defined(SEMAPHORE)
 /* job_cancel: only an acquisition that has started and not ended */
-#define OPT_CANC(i) :: sa[i] == A_ADMIT || sa[i] == A_LEASE -> c = i
+#define G_CANC(i) (F_CLASS(5) && F_WHO(i) && (sa[i] == A_ADMIT || sa[i] == A_LEASE))
 #else
 /* zkr__queue_cancel has an effect only while acquiring (else EINVAL) */
-#define OPT_CANC(i) :: ust[i] == 0 && ACQUIRING(i) -> c = i
+#define G_CANC(i) (F_CLASS(5) && F_WHO(i) && ust[i] == 0 && ACQUIRING(i))
+#endif
+#define OPT_CANC(i) :: G_CANC(i) -> c = i
+/* a split search: the env takes a fault only when one is allowed (it
+ * must not stop inside the choice, which is not an end state) */
+#if defined(FIRST_C0) || defined(FIRST_CLASS) || defined(SECOND_CLASS) || defined(SECOND_WHO)
+#define E_C(i) || G_C(i)
+#define E_CL(i) || G_CL(i)
+#define E_DEL(i) || G_DEL(i)
+#define E_SET(i) || G_SET(i)
+#define E_CANC(i) || G_CANC(i)
+#define FAULT_OK (0 FOR_C(E_C) FOR_C(E_CL) FOR_N(E_DEL) FOR_N(E_SET) FOR_C(E_CANC))
+#define F_BEGIN atomic {   /* the check and the choice in one step */
+#define F_END }
+#else
+#define FAULT_OK 1
+#define F_BEGIN
+#define F_END
 #endif
 
 active proctype env() {
@@ -1106,7 +1159,7 @@ active proctype env() {
   short m;
 end:
   do
-  :: faults < MAXF ->
+  :: F_BEGIN faults < MAXF && FAULT_OK ->
      if
      :: atomic {   /* session expiry: the server deletes the session's
                     * ephemeral nodes at once; the client learns it (LOST)
@@ -1179,7 +1232,7 @@ end:
           printf("MSC: fault: contender %d's user cancels (or its deadline passes)\n", c);
           user_cancel(c);
           c = 0; q = 0; k = 0; j = 0 }
-     fi
+     fi F_END
 #ifdef LIVE
   :: break      /* stop: weak fairness never forces a fault */
 #endif
