@@ -27,9 +27,14 @@
  *   -DFREE_ADMISSION        semaphore, safety only: the admission mutex
  *                           left out, admission granted at any moment (a
  *                           superset of the lease side's behaviours; see
- *                           "The semaphore with two faults" in README.md)
+ *                           "The semaphore's admission left out" in
+ *                           README.md)
  *   -DMUTANT_LEASE_COUNT    semaphore: a lease holds with LIMIT others
  *                           (one too many): must fail
+ *   -DFIRST_C0 -DFIRST_CLASS=k -DSECOND_CLASS=k -DSECOND_WHO=k
+ *                           split a safety search into parts (see the
+ *                           environment below, and "Splitting a search"
+ *                           in README.md)
  *
  * The model is the engine as written, not the textbook recipe: requests go
  * to the server in order over one connection per contender, replies and
@@ -56,7 +61,7 @@
 #endif
 
 #if (defined(FIRST_C0) || defined(SECOND_WHO)) && (defined(RWLOCK) || defined(ELECTION) || defined(LIVE))
-#error "FIRST_C0 needs contenders that are all alike (not the rwlock's ordered roles or the election's resign) and a safety search"
+#error "FIRST_C0 and SECOND_WHO need contenders that are all alike (not the rwlock's ordered roles or the election's resign) and a safety search"
 #endif
 
 #ifdef SEMAPHORE
@@ -1055,8 +1060,6 @@ inline guarded_write(q) {
 }
 
 #ifdef SEMAPHORE
-/* the semaphore's acquisition (lib/semaphore.c): its state machine */
-
 /* job_cancel: the acquisition is cancelled, and so is the queue it is in */
 inline user_cancel(c) {
   scancel[c] = 1;

@@ -126,14 +126,17 @@ for i in "${!searches[@]}"; do
   verdict "$name" "$desc"
 done
 
+# caught NAME: the search found an assertion violation (a mutant's verdict)
+caught() {
+  grep -q 'assertion violated' "$tmp/$1/out" && grep -q 'errors: [1-9]' "$tmp/$1/out"
+}
+
 # The checker can fail: without the wake-up check (a watch event taken as
 # the grant) a third party's setData on the holder's node, or a waiter
 # leaving, lets the next waiter hold while an earlier node exists.
 n=$((n + 1))
 pan_run mutant "-DMAXF=1 -DMUTANT_NO_WAKE_CHECK" "$safety" "$sargs"
-out=$tmp/mutant/out
-if grep -q 'assertion violated' "$out" && grep -q 'errors: [1-9]' "$out" &&
-  [ -s "$tmp/mutant/queue.pml.trail" ]; then
+if caught mutant && [ -s "$tmp/mutant/queue.pml.trail" ]; then
   echo "ok $n - mutant without the wake-up check gives a counterexample"
   (cd "$tmp/mutant" && spin -DMAXF=1 -DMUTANT_NO_WAKE_CHECK -t queue.pml 2>&1) |
     grep -E 'MSC:|assertion violated' | head -n 20 | sed 's/^ */# /'
@@ -149,8 +152,7 @@ for v in "" "-DFREE_ADMISSION"; do
   n=$((n + 1))
   name=mutant-lease${v:+-free}
   pan_run "$name" "-DSEMAPHORE $v -DMUTANT_LEASE_COUNT -DMAXF=0" "$safety" "$sargs"
-  out=$tmp/$name/out
-  if grep -q 'assertion violated' "$out" && grep -q 'errors: [1-9]' "$out"; then
+  if caught "$name"; then
     echo "ok $n - semaphore mutant with one lease too many gives a counterexample${v:+ (admission left out)}"
   else
     echo "not ok $n - semaphore mutant with one lease too many gives no counterexample${v:+ (admission left out)}"
