@@ -92,7 +92,9 @@ struct zkr__queue {
   int finished;
 
   /* once held */
-  int watch_held; /* watch our own node while held (opt-in) */
+  int watch_held;             /* watch our own node while held (opt-in) */
+  zkr__queue_done_fn wait_fn; /* told when an acquisition first waits */
+  void *wait_ud;
   zkr__qstate lstate;
   zkr__queue_state_fn state_fn;
   void *state_ud;
@@ -148,6 +150,7 @@ void zkr__q_drop_watch(zkr__queue *q, int server);
 void zkr__q_watch_consumed(zkr__queue *q);
 void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st);
 void zkr__q_finish(zkr__queue *q, int rc);
+int zkr__q_tell_waiting(zkr__queue *q);
 /* monitoring: an acquisition starts; a hold ends (@lost: by a loss) */
 void zkr__q_wait_begin(zkr__queue *q);
 void zkr__q_wait_end(zkr__queue *q, int rc); /* (queue-stats.c) */

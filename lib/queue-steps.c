@@ -411,6 +411,10 @@ void zkr__q_relist(zkr__queue *q) {
 
 /* Under mu: not held after a listing: wait as the policy says. */
 static void waiting(zkr__queue *q) {
+  if (!q->waited && zkr__q_tell_waiting(q) != ZKR_OK) {
+    zkr__q_finish(q, ZKR_ENOMEM);
+    return;
+  }
   q->phase = Q_WATCHING;
   q->waited = 1; /* (an acquisition handed on, if it ends held) */
   if (q->pol->wait == ZKR__QWAIT_CHILDREN)

@@ -36,7 +36,10 @@
  *           count (default: none before us).
  *   watch   NEAREST: the nearest blocker with exists+watch, O(1) bytes.
  *           CHILDREN: the listing itself sets a children watch on the
- *           parent, and every change lists again.
+ *           parent, and every change lists again. The first wait of an
+ *           acquisition is posted to the recipe's wait_fn, if it set one
+ *           (the semaphore's lease waiter: it then watches its admission
+ *           node).
  *   wake    (NEAREST) the watched blocker went away: the other blockers of
  *           the list may or may not still exist. None: held, without a
  *           request (with watch_held, after one more listing that shows
@@ -861,6 +864,40 @@ void zkr__queue_set_watch_held(zkr__queue *q, int on) {
   pthread_mutex_lock(&q->mu);
   q->watch_held = on != 0;
   pthread_mutex_unlock(&q->mu);
+}
+
+void zkr__queue_watch_held_now(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  q->watch_held = 1;
+  zkr__q_arm_held_watch(q);
+  q_unlock(q);
+}
+
+void zkr__queue_set_wait_fn(zkr__queue *q, zkr__queue_done_fn fn, void *ud) {
+  pthread_mutex_lock(&q->mu);
+  q->wait_fn = fn;
+  q->wait_ud = ud;
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* Under mu: an acquisition waits for the first time: post the wait_fn.
+ * Returns ZKR_ENOMEM if it could not be told (the caller ends the
+ * acquisition: its recipe counts on being told). */
+int zkr__q_tell_waiting(zkr__queue *q) {
+  if (!q->wait_fn)
+    return ZKR_OK;
+  struct post *p = post_new(q);
+  if (!p)
+    return ZKR_ENOMEM;
+  p->fn = q->wait_fn;
+  p->ud = q->wait_ud;
+  p->rc = ZKR_OK;
+  q_ref_locked(q);
+  if (zkr__session_post_event(q->s, p->ev, post_done, p) != ZKR_OK) {
+    q->refs--; /* the session is closed: the acquisition ends anyway */
+    post_free(p);
+  }
+  return ZKR_OK;
 }
 
 zkr_session *zkr__queue_session(zkr__queue *q) {

@@ -126,6 +126,13 @@ zkr_session *zkr__queue_session(zkr__queue *q);
 /* While held, watch our own node: its deletion by another client makes
  * the lock LOST at once (one more request per acquisition). */
 void zkr__queue_set_watch_held(zkr__queue *q, int on);
+/* Turn watch_held on now: if held, the exists watch is set at once (the
+ * semaphore's admission node, once its lease waiter has to wait). */
+void zkr__queue_watch_held_now(zkr__queue *q);
+/* @fn(q, ZKR_OK, ud) runs on the event thread when an acquisition first
+ * has to wait for a blocker (once per acquisition; not once the queue is
+ * freed). Before start. */
+void zkr__queue_set_wait_fn(zkr__queue *q, zkr__queue_done_fn fn, void *ud);
 /* A waiter with ZKR__QWAIT_CHILDREN whose hold rule changed (a limit read
  * from a shared count): look at the queue again. */
 void zkr__queue_reevaluate(zkr__queue *q);

@@ -437,6 +437,25 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
     fn(l, zkr__lock_state_of(st), fud);
 }
 
+/* A lease waiter has to wait (the leases are all taken): from now on watch
+ * the admission node. Deleted by someone else, it would let the next
+ * contender in while this one still waits, and enough such waiters can
+ * take every lease node with none of them holding, each waiting for ever.
+ * Its loss (adm_state) gives the leases got so far back and queues for
+ * admission again. A lease got without waiting needs no watch: the
+ * admission is left at once. */
+static void lease_waits(zkr__queue *q, int rc, void *ud) {
+  zkr_lease *l = ud;
+  zkr_semaphore *sem = l->sem;
+  (void)q;
+  (void)rc;
+  sem_enter(sem);
+  struct acq *a = l->acq;
+  if (a && a->phase == A_LEASE && !a->restarting)
+    zkr__queue_watch_held_now(a->adm);
+  sem_leave(sem);
+}
+
 /* Under mu, event thread: start (or start over) an acquisition. */
 void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
   if (a->phase == A_END)
@@ -462,6 +481,7 @@ void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
     return;
   }
   a->phase = A_ADMIT;
+  zkr__queue_set_watch_held(a->adm, 0); /* until a lease has to wait */
   int rc = zkr__queue_start(a->adm, left, adm_done, a);
   if (rc != ZKR_OK)
     zkr__sem_acq_finish(sem, a, rc);
@@ -581,6 +601,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
     if (*rc != ZKR_OK)
       goto fail;
     zkr__queue_set_state_fn(l->q, lease_state, l);
+    zkr__queue_set_wait_fn(l->q, lease_waits, l);
     zkr__queue_set_watch_held(l->q, sem->watch_node);
     zkr__queue_set_quiet(l->q);
   }

@@ -234,6 +234,10 @@ bit writer[NC];   /* the role each contender drew */
 #ifdef ELECTION
 #define OWNER(q) 1    /* check_owner */
 #define HELDW(q) 1    /* watch_held */
+#elif defined(SEMAPHORE)
+#define OWNER(q) 0
+/* watch_held on the admission queue, once its lease waiter had to wait */
+#define HELDW(q) (QK(q) == 0 && aw[CL(q)])
 #else
 #define OWNER(q) 0
 #define HELDW(q) 0
@@ -251,6 +255,9 @@ bit  rsg[NC];        /* resigned once */
 #define A_END 3
 byte sa[NC];
 bit  srestart[NC];
+bit  aw[NC];   /* the admission queue's watch_held (lease_waits sets it) */
+bit  lwd[NC];  /* the lease queue waited in this acquisition (q->waited) */
+bit  swt[NC];  /* its wait_fn, lease_waits, posted and not yet run */
 bit  scancel[NC];
 #endif
 
@@ -738,6 +745,12 @@ inline evaluate(q) {
      :: j && HOLDS(q, np[q]) -> hold_now(q)
      :: j && !HOLDS(q, np[q]) ->
         /* waiting() */
+#if defined(SEMAPHORE) && !defined(FREE_ADMISSION)
+        if   /* the first wait of the lease's acquisition: the wait_fn */
+        :: CHILDREN(q) && !lwd[CL(q)] -> lwd[CL(q)] = 1; swt[CL(q)] = 1
+        :: else
+        fi;
+#endif
         ph[q] = Q_WATCHING;
         if
         :: CHILDREN(q) -> skip          /* the listing set the children watch */
@@ -997,6 +1010,9 @@ inline on_session(c, ev) {
 /* start() */
 inline q_start(q) {
   fresh_att(q);
+#ifdef SEMAPHORE
+  if :: QK(q) == 1 -> lwd[CL(q)] = 0 :: else fi;
+#endif
   ph[q] = Q_CREATING;
   cu[q] = 0; cgv[q] = 0; wc[q] = 0; rla[q] = 0; qlost[q] = 0;
   canc[q] = 0;
@@ -1336,7 +1352,7 @@ inline acq_kick(c) {
 #ifdef FREE_ADMISSION
   :: else -> sa[c] = A_ADMIT          /* admitted at some later step */
 #else
-  :: else -> sa[c] = A_ADMIT; q = 2 * c; q_start(q)
+  :: else -> sa[c] = A_ADMIT; aw[c] = 0; q = 2 * c; q_start(q)
 #endif
   fi
 }
@@ -1381,6 +1397,14 @@ end:
           fi
        fi;
        r = 0; RESET_LOCALS }
+  :: atomic { swt[c] ->   /* lease_waits: watch the admission node */
+       swt[c] = 0;
+       if
+       :: sa[c] == A_LEASE && !srestart[c] ->
+          aw[c] = 1; q = 2 * c; arm_held_watch(q)
+       :: else
+       fi;
+       RESET_LOCALS }
   :: atomic { sa[c] == A_LEASE && !srestart[c] &&
               (qlost[2 * c] || qlost[2 * c + 1]) ->
        /* adm_state / lease_state: a node got so far is LOST: acq_restart */

@@ -5,7 +5,8 @@
  * from a shared count followed live (raised, lowered, missing, malformed),
  * kazoo's layout refused, a foreign child counted as a lease, an expired
  * holder told LOST and its lease passed on, guarded writes, participants,
- * a blocking call from a callback. */
+ * a blocking call from a callback, admission nodes deleted by another
+ * client. */
 #include "config.h"
 
 #include <pthread.h>
@@ -211,7 +212,15 @@ static void test_layout_and_limit(void) {
   dev = zkr__session_node_events(d.s);
   is(zkr_lease_release(b.l[0]), ZKR_OK, "B releases");
   ok(zkt_wait_for(is_done, &d, 5000) && d.rc == ZKR_OK, "D gets it");
-  is(zkr__session_node_events(d.s) - dev, 1, "woken once by B's release");
+  /* D watched its own admission node while admitted: leaving the
+   * admission mutex deletes it, and that fires D's watch too */
+  ok(zkt_children_become(admin, sub(path, "locks"), 0, 5000) &&
+         zkt_wait_for_node_events(d.s, dev + 2, 5000),
+     "D left the admission mutex");
+  usleep(200 * 1000); /* time for an extra wake-up to show */
+  is(zkr__session_node_events(d.s) - dev, 2,
+     "woken once by B's release (the other event: its own admission "
+     "node deleted)");
   zkr_lease_release(c.l[0]);
   zkr_lease_release(d.l[0]);
   who_close(&a);
@@ -651,6 +660,103 @@ static void test_watch_node(void) {
   who_close(&a);
 }
 
+/* The admission queue as the contenders see it settle: @n nodes under
+ * locks/, none of them @gone, and @leases nodes under leases/. */
+struct adm_settled {
+  const char *locks, *leases, *gone;
+  int n, nleases;
+};
+static int adm_settled(void *arg) {
+  struct adm_settled *a = arg;
+  char *q[8];
+  int n = zkt_queue_order(admin, a->locks, q, 8);
+  int ok = n == a->n;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(q[i], a->gone) == 0)
+      ok = 0;
+    free(q[i]);
+  }
+  return ok && zkt_children(admin, a->leases) == a->nleases;
+}
+
+/* A third party deletes the admitted contender's node under locks/ while
+ * it waits for a lease, twice, with three contenders and a limit of 2.
+ * Each time the contender sees it (it watches its admission node), gives
+ * its lease node back and queues for admission again, so one contender
+ * at a time waits on leases/, and all three get a lease once the holder
+ * releases. (Without that watch the next contender was let in beside it;
+ * after two deletions three waited on leases/ with three lease nodes, and
+ * nobody held: model/README.md, "What modelling found".) */
+static void test_admission_deleted(void) {
+  const char *path = zkt_path("admission-deleted");
+  char locks[512], leases[512];
+  snprintf(locks, sizeof locks, "%s", sub(path, "locks"));
+  snprintf(leases, sizeof leases, "%s", sub(path, "leases"));
+  who h, w[3];
+  who_open(&h, path, 2, NULL);
+  for (int i = 0; i < 3; i++)
+    who_open(&w[i], path, 2, NULL);
+  is(zkr_semaphore_acquire(h.sem, 2, 5000, h.l), ZKR_OK, "H holds both leases");
+  start_async(&w[0], 1, 60000);
+  ok(zkt_children_become(admin, leases, 3, 5000), "A waits admitted");
+  start_async(&w[1], 1, 60000);
+  start_async(&w[2], 1, 60000);
+  ok(zkt_children_become(admin, locks, 3, 5000),
+     "B and C wait for admission behind A");
+  for (int round = 1; round <= 2; round++) {
+    char *q[8], gone[256] = "";
+    int n = zkt_queue_order(admin, locks, q, 8);
+    if (n > 0)
+      snprintf(gone, sizeof gone, "%s", q[0]);
+    for (int i = 0; i < n; i++)
+      free(q[i]);
+    is(n, 3, "deletion %d: three admission nodes", round);
+    char node[800];
+    snprintf(node, sizeof node, "%s/%s", locks, gone);
+    is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
+       "deletion %d: another client deletes the admitted node %s", round, gone);
+    struct adm_settled st = {locks, leases, gone, 3, 3};
+    ok(zkt_wait_for(adm_settled, &st, 10000),
+       "deletion %d: its contender queues again (three admission nodes, "
+       "one lease waiter)",
+       round);
+  }
+  for (int i = 0; i < 3; i++)
+    ok(!is_done(&w[i]), "contender %d still waits", i);
+  zkr_lease_release(h.l[0]);
+  zkr_lease_release(h.l[1]);
+  int released[3] = {0, 0, 0}, left = 3, most = 0;
+  int64_t end = zkt_now_ms() + 30000;
+  while (left > 0 && zkt_now_ms() < end) {
+    int holding = 0;
+    for (int i = 0; i < 3; i++)
+      if (!released[i] && is_done(&w[i]))
+        holding++;
+    if (holding > most)
+      most = holding;
+    for (int i = 0; i < 3; i++)
+      if (!released[i] && is_done(&w[i])) {
+        released[i] = 1;
+        left--;
+        if (w[i].rc == ZKR_OK)
+          zkr_lease_release(w[i].l[0]);
+        else
+          tap_diag("contender %d: %s", i, zkr_strerror(w[i].rc));
+      }
+    usleep(10000);
+  }
+  is(left, 0, "H releases: all three contenders got through");
+  for (int i = 0; i < 3; i++)
+    is(w[i].rc, ZKR_OK, "contender %d got a lease", i);
+  ok(most <= 2, "no more than two held at once (%d)", most);
+  ok(zkt_children_become(admin, leases, 0, 5000) &&
+         zkt_children_become(admin, locks, 0, 5000),
+     "nothing left");
+  who_close(&h);
+  for (int i = 0; i < 3; i++)
+    who_close(&w[i]);
+}
+
 int main(void) {
   tap_init(300);
   hosts = zkt_start(1);
@@ -669,6 +775,7 @@ int main(void) {
   test_close_while_waiting();
   test_lost_while_admitted();
   test_cancel_while_granted();
+  test_admission_deleted();
   zkr_session_close(admin);
   return tap_done();
 }
