@@ -1156,6 +1156,15 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #define G_CANC(i) (F_CLASS(5) && F_WHO(i) && ust[i] == 0 && ACQUIRING(i))
 #endif
 #define OPT_CANC(i) :: G_CANC(i) -> c = i
+#ifdef FREE_ADMISSION
+/* a third party deletes the admission node of a contender that is
+ * leasing: the full model's lease_waits watch (or a verify after a
+ * reconnection) may make it LOST at any later moment, and acq_restart
+ * runs; here the loss is marked at once, and the restart is the client's
+ * step as ever (any moment after: a superset) */
+#define G_ADEL(i) (F_CLASS(3) && F_WHO(i) && sa[i] == A_LEASE && !qlost[2 * (i)])
+#define OPT_ADEL(i) :: G_ADEL(i) -> c = i
+#endif
 /* a split search: the env takes a fault only when one is allowed (it
  * must not stop inside the choice, which is not an end state) */
 #if defined(FIRST_C0) || defined(FIRST_CLASS) || defined(SECOND_CLASS) || defined(SECOND_WHO)
@@ -1164,7 +1173,12 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #define E_DEL(i) || G_DEL(i)
 #define E_SET(i) || G_SET(i)
 #define E_CANC(i) || G_CANC(i)
+#ifdef FREE_ADMISSION
+#define E_ADEL(i) || G_ADEL(i)
+#define FAULT_OK (0 FOR_C(E_C) FOR_C(E_CL) FOR_N(E_DEL) FOR_N(E_SET) FOR_C(E_CANC) FOR_C(E_ADEL))
+#else
 #define FAULT_OK (0 FOR_C(E_C) FOR_C(E_CL) FOR_N(E_DEL) FOR_N(E_SET) FOR_C(E_CANC))
+#endif
 #define F_BEGIN atomic {   /* the check and the choice in one step */
 #define F_END }
 #else
@@ -1228,6 +1242,14 @@ end:
           faults++;
           printf("MSC: fault: a third party deletes node %d\n", n);
           srv_delete(n); n = 0; k = 0 }
+#ifdef FREE_ADMISSION
+     :: atomic {   /* a third party deletes a leasing contender's admission
+                    * node (there are no admission nodes here) */
+          if FOR_C(OPT_ADEL) fi;
+          faults++;
+          printf("MSC: fault: a third party deletes contender %d's admission node\n", c);
+          qlost[2 * c] = 1; c = 0 }
+#endif
      :: atomic {   /* a third party sets data on any node (Curator's
                     * revocation does); on a node nobody watches that
                     * changes nothing the model has, so only those */
