@@ -5,8 +5,9 @@
  * session woken per departure, requeue after a loss, adoption of a node
  * whose create reply was lost (test/zkproxy), also when a cancel cuts the
  * adoption short, the result callback
- * exactly once when the session closes, and the errors of creating the
- * queue's parent. Each recipe's own tests add only the tests of its rule. */
+ * exactly once when the session closes, the errors of creating the
+ * queue's parent, and the wait_fn with watch_held turned on later. Each
+ * recipe's own tests add only the tests of its rule. */
 #include "config.h"
 
 #include <pthread.h>
@@ -527,6 +528,69 @@ static void test_adopt_cancelled(void) {
   proxied_session_end(s, path);
 }
 
+/* ---- the wait_fn and watch_held turned on later ---- */
+
+static int q_lost(void *arg) {
+  return zkr__queue_state(arg) == ZKR__Q_LOST;
+}
+
+static atomic_int waits_told;
+static void count_wait(zkr__queue *q, int rc, void *ud) {
+  (void)q;
+  (void)ud;
+  if (rc == ZKR_OK)
+    atomic_fetch_add(&waits_told, 1);
+}
+static int told_once(void *arg) {
+  (void)arg;
+  return atomic_load(&waits_told) == 1;
+}
+
+/* The wait_fn runs once when an acquisition first has to wait (not for
+ * one that holds at once, not again when the waiter counts again);
+ * zkr__queue_watch_held_now on a held node watches it from then on, so
+ * its deletion by another client makes it LOST. */
+static void test_wait_fn(void) {
+  const char *path = zkt_path("wait-fn");
+  zkr_session *s[4];
+  zkr__queue *q[4];
+  for (int i = 0; i < 4; i++) {
+    s[i] = connect_s();
+    q[i] = mkq(s[i], path, &two_policy);
+    zkr__queue_set_wait_fn(q[i], count_wait, NULL);
+  }
+  is(zkr__queue_start(q[0], -1, NULL, NULL), ZKR_OK, "first: start");
+  is(zkr__queue_wait(q[0]), ZKR_OK, "first holds");
+  is(zkr__queue_start(q[1], -1, NULL, NULL), ZKR_OK, "second: start");
+  is(zkr__queue_wait(q[1]), ZKR_OK, "second holds");
+  usleep(200000);
+  is(atomic_load(&waits_told), 0, "holding at once tells no wait");
+  is(zkr__queue_start(q[2], -1, NULL, NULL), ZKR_OK, "third waits");
+  struct ahead a2 = {q[2], 2};
+  ok(zkt_wait_for(ahead_is, &a2, 10000) && zkt_wait_for(told_once, NULL, 5000),
+     "its first wait is told");
+  is(zkr__queue_start(q[3], 0, NULL, NULL), ZKR_OK, "fourth tries once");
+  is(zkr__queue_wait(q[3]), ZKR_EWOULDBLOCK, "and is refused");
+  zkr__queue_reevaluate(q[2]); /* counts again, still waits */
+  usleep(300000);
+  is(atomic_load(&waits_told), 1,
+     "counting again, or a refused try, tells nothing more");
+
+  char node[512];
+  zkr__queue_info(q[0], NULL, node, sizeof node, NULL);
+  zkr__queue_watch_held_now(q[0]);
+  ok(zkt_watches_become(s[0], node, 1, 5000),
+     "watch_held turned on: it watches its node");
+  is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
+     "another client deletes the first's node");
+  ok(zkt_wait_for(q_lost, q[0], 5000), "watched from then on: LOST at once");
+  ok(zkt_wait_for(q_held, q[2], 10000), "and the third holds");
+  for (int i = 0; i < 4; i++) {
+    zkr__queue_free(q[i]);
+    zkr_session_close(s[i]);
+  }
+}
+
 int main(void) {
   tap_init(240);
   hosts = zkt_start(1);
@@ -541,6 +605,7 @@ int main(void) {
   test_parent_errors();
   test_lost_reply();
   test_adopt_cancelled();
+  test_wait_fn();
   zkr_session_close(admin);
   return tap_done();
 }
