@@ -314,7 +314,9 @@ ZKR_EXTERN void zkr_semaphore_free(zkr_semaphore *sem);
  * lease nodes it created are deleted before the admission mutex is left,
  * and nothing of it stays in ZooKeeper. A lost session while waiting
  * starts the acquisition over with the new session, as long as the
- * deadline allows.
+ * deadline allows. So does the admission node deleted by another client
+ * while a lease waits (the waiter watches it): the lease nodes got so
+ * far are given back and it queues for admission again.
  *
  * Returns:
  *   ZKR_OK            @leases holds @n leases, each ZKR_LOCK_HELD.
