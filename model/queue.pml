@@ -31,6 +31,9 @@
  *                           README.md)
  *   -DMUTANT_LEASE_COUNT    semaphore: a lease holds with LIMIT others
  *                           (one too many): must fail
+ *   -DMUTANT_NO_ADM_WATCH   semaphore: a waiting lease does not watch its
+ *                           admission node (zkr before 2026-11-27):
+ *                           liveness must fail with a delete
  *   -DFIRST_C0 -DFIRST_CLASS=k -DSECOND_CLASS=k -DSECOND_WHO=k
  *                           split a safety search into parts (see the
  *                           environment below, and "Splitting a search"
@@ -1423,7 +1426,11 @@ end:
        swt[c] = 0;
        if
        :: sa[c] == A_LEASE && !srestart[c] ->
+#ifndef MUTANT_NO_ADM_WATCH
           aw[c] = 1; q = 2 * c; arm_held_watch(q)
+#else
+          skip
+#endif
        :: else
        fi;
        RESET_LOCALS }

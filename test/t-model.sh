@@ -7,7 +7,9 @@
 # the semaphore's lease side with the admission left out (the reduction
 # its two-fault search uses); then the mutants that take a watch event as
 # the grant and that let one lease too many hold, which must each give a
-# counterexample. model/README.md says what is modelled and the bounds.
+# counterexample, and the one whose lease waiter does not watch its
+# admission node, which must fail the liveness search. model/README.md
+# says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
 # ZKR_TEST_TIMEOUT_MULTIPLIER > 1; also the election's run without a
@@ -43,7 +45,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..13"
+echo "1..14"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -159,3 +161,16 @@ for v in "" "-DFREE_ADMISSION"; do
     fail_diag "$name"
   fi
 done
+
+# ... and for the semaphore's progress: a lease waiter that does not watch
+# its admission node (zkr before 2026-11-27) waits for ever once a third
+# party deletes that node (with one permit, one delete is enough): the
+# liveness search must find the cycle
+n=$((n + 1))
+pan_run mutant-adm "-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DMUTANT_NO_ADM_WATCH" "$live" "$largs"
+if grep -q 'acceptance cycle' "$tmp/mutant-adm/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm/out"; then
+  echo "ok $n - semaphore mutant without the admission watch gives a liveness counterexample"
+else
+  echo "not ok $n - semaphore mutant without the admission watch gives no liveness counterexample"
+  fail_diag mutant-adm
+fi
