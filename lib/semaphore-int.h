@@ -56,9 +56,14 @@ struct acq {
 
 struct zkr_semaphore {
   pthread_mutex_t mu; /* recursive */
+  int depth;          /* how many times its holder has locked mu */
   pthread_cond_t cv;
   int refs;
   int freeing;
+  /* acquisitions ended whose callback is still to run, in order; their
+   * callbacks run once mu is let go (the outermost unlock) */
+  struct acq *ready, **ready_tail;
+  int calling; /* such callbacks running now */
   zkr_session *s;
   char *path, *locks, *leases;
   char data[600];
@@ -99,7 +104,9 @@ struct job {
 };
 
 /* ---- semaphore.c ---- */
-/* The semaphore's recursive mutex, and its references (the last frees). */
+/* The semaphore's recursive mutex, and its references (the last frees).
+ * The outermost unlock runs the callbacks of the acquisitions that ended
+ * meanwhile, without mu. */
 void zkr__sem_sem_lock(zkr_semaphore *sem);
 void zkr__sem_sem_unlock(zkr_semaphore *sem);
 void zkr__sem_sem_ref(zkr_semaphore *sem);

@@ -19,6 +19,10 @@
  * limit) and a retry timer. The semaphore's recursive mutex serialises
  * them with the API calls of other threads; the engine never calls back
  * with its own lock held, so the order is always semaphore, then queue.
+ * An asynchronous acquisition's callback runs without that mutex: the
+ * acquisition ends onto a ready list, and the outermost unlock runs the
+ * list (sem_deliver), so a callback that blocks holds up nothing but its
+ * own thread.
  *
  * Lifetimes: the semaphore holds a reference on its session; every request,
  * watch, timer and job in flight holds one on the semaphore, and so does
@@ -35,11 +39,58 @@
 
 /* ---- small helpers ---- */
 
+static void acq_free(struct acq *a);
+
 void zkr__sem_sem_lock(zkr_semaphore *sem) {
   pthread_mutex_lock(&sem->mu);
+  sem->depth++;
 }
+
+/* Under mu, held once: run the callbacks of the acquisitions that ended,
+ * each without mu, so that a callback that blocks does not hold up the
+ * other threads' calls on @sem. Comes back with mu and one more reference
+ * (the caller drops it once mu is let go: a callback may free @sem). */
+static void sem_deliver(zkr_semaphore *sem) {
+  sem->refs++;
+  sem->calling++;
+  while (sem->ready) {
+    struct acq *a = sem->ready;
+    sem->ready = a->next;
+    if (!sem->ready)
+      sem->ready_tail = &sem->ready;
+    int call = !sem->freeing; /* (freed by an earlier callback: no call) */
+    sem->depth--;
+    pthread_mutex_unlock(&sem->mu);
+    if (call) {
+      zkr__tls_in_callback++;
+      a->fn(sem, a->rc, a->out, a->n, a->ud);
+      zkr__tls_in_callback--;
+    }
+    acq_free(a);
+    pthread_mutex_lock(&sem->mu);
+    sem->depth++;
+  }
+  if (--sem->calling == 0)
+    pthread_cond_broadcast(&sem->cv);
+}
+
 void zkr__sem_sem_unlock(zkr_semaphore *sem) {
+  /* (while one thread runs callbacks, it also runs those that end
+   * meanwhile: one at a time, in order) */
+  int deliver = sem->depth == 1 && sem->ready && !sem->calling;
+  if (deliver)
+    sem_deliver(sem);
+  sem->depth--;
   pthread_mutex_unlock(&sem->mu);
+  if (deliver)
+    zkr__sem_sem_unref(sem);
+}
+
+/* Under mu, held once: wait on cv (which lets mu go meanwhile). */
+static void sem_wait(zkr_semaphore *sem) {
+  sem->depth = 0;
+  pthread_cond_wait(&sem->cv, &sem->mu);
+  sem->depth = 1;
 }
 
 static void sem_destroy(zkr_semaphore *sem) {
@@ -61,9 +112,9 @@ void zkr__sem_sem_ref(zkr_semaphore *sem) {
 
 /* Drop a reference; the last one frees. Takes mu itself. */
 void zkr__sem_sem_unref(zkr_semaphore *sem) {
-  zkr__sem_sem_lock(sem);
+  pthread_mutex_lock(&sem->mu);
   int last = --sem->refs == 0;
-  zkr__sem_sem_unlock(sem);
+  pthread_mutex_unlock(&sem->mu);
   if (last)
     sem_destroy(sem);
 }
@@ -316,8 +367,13 @@ void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
     pthread_cond_broadcast(&sem->cv);
     return; /* the waiter frees it */
   }
-  if (a->fn && !sem->freeing)
-    a->fn(sem, rc, a->out, a->n, a->ud);
+  if (a->fn && !sem->freeing) {
+    a->rc = rc; /* its callback runs once mu is let go */
+    a->next = NULL;
+    *sem->ready_tail = a;
+    sem->ready_tail = &a->next;
+    return;
+  }
   acq_free(a);
 }
 
@@ -530,6 +586,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   pthread_mutexattr_init(&ma);
   pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
   pthread_mutex_init(&sem->mu, &ma);
+  sem->ready_tail = &sem->ready;
   pthread_mutexattr_destroy(&ma);
   zkr__cond_init(&sem->cv);
   sem->refs = 1;
@@ -661,7 +718,7 @@ int zkr_semaphore_acquire(zkr_semaphore *sem, int n, int64_t timeout_ms,
     return rc;
   zkr__sem_sem_lock(sem);
   while (!a->done)
-    pthread_cond_wait(&sem->cv, &sem->mu);
+    sem_wait(sem);
   rc = a->rc;
   zkr__sem_sem_unlock(sem);
   acq_free(a);
@@ -750,8 +807,10 @@ void zkr_semaphore_free(zkr_semaphore *sem) {
     if (rc != ZKR_OK)
       job_teardown(sem, NULL);
     while (sem->freeing != 2)
-      pthread_cond_wait(&sem->cv, &sem->mu);
+      sem_wait(sem);
   }
+  while (sem->calling && !zkr__tls_in_callback)
+    sem_wait(sem); /* a callback of @sem running on another thread */
   zkr__sem_sem_unlock(sem);
   zkr__sem_sem_unref(sem);
 }

@@ -6,7 +6,7 @@
  * kazoo's layout refused, a foreign child counted as a lease, an expired
  * holder told LOST and its lease passed on, guarded writes, participants,
  * a blocking call from a callback, admission nodes deleted by another
- * client. */
+ * client, a callback that blocks holding up no other thread's call. */
 #include "config.h"
 
 #include <pthread.h>
@@ -600,10 +600,10 @@ static int gate_entered(void *arg) {
   return in;
 }
 
-/* The gate's acquisition is started from another thread: its callback
- * runs under the gate semaphore's lock, and the call that started it
- * takes that lock once more before it returns, so when the acquisition
- * ends first (a loaded machine), that call waits for the gate to open. */
+/* The gate's acquisition is started from another thread. (Until its
+ * callbacks ran without the semaphore's lock, the call that started it
+ * waited for the gate to open when the acquisition ended first, on a
+ * loaded machine; test_callback_unlocked checks that no call does now.) */
 struct gate_start {
   zkr_semaphore *gate;
   zkr_lease **gl;
@@ -653,6 +653,116 @@ static void test_cancel_while_granted(void) {
   zkr_lease_release(h.l[0]);
   who_close(&h);
   who_close(&b);
+}
+
+/* An acquisition's callback runs without the semaphore's lock: while one
+ * blocks, another thread's calls on the same semaphore return (they
+ * used to wait for the callback), and zkr_semaphore_free() from another
+ * thread waits for it to end. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int hold_in, hold_open, calls_done, calls_ok, free_done;
+static void cb_hold(zkr_semaphore *sem, int rc, zkr_lease **l, int n,
+                    void *ud) {
+  (void)sem;
+  (void)l;
+  (void)n;
+  pthread_mutex_lock(&hold_mu);
+  hold_in = rc == ZKR_OK ? 1 : -1;
+  pthread_cond_broadcast(&hold_cv);
+  while (!hold_open)
+    pthread_cond_wait(&hold_cv, &hold_mu);
+  pthread_mutex_unlock(&hold_mu);
+  on_acquired(sem, rc, l, n, ud);
+}
+static int flag_set(void *arg) {
+  pthread_mutex_lock(&hold_mu);
+  int v = *(int *)arg;
+  pthread_mutex_unlock(&hold_mu);
+  return v;
+}
+static void set_flag(int *f, int v) {
+  pthread_mutex_lock(&hold_mu);
+  *f = v;
+  pthread_cond_broadcast(&hold_cv);
+  pthread_mutex_unlock(&hold_mu);
+}
+struct other_calls {
+  who *w, *second; /* (second: the same semaphore, its own results) */
+};
+static void *do_other_calls(void *arg) {
+  struct other_calls *c = arg;
+  zkr_stats st;
+  int good =
+      zkr_semaphore_stats(c->w->sem, &st, sizeof st) == ZKR_OK && st.held == 1;
+  good = good && zkr_semaphore_cancel(c->w->sem) == ZKR_ENOTHELD;
+  good = good && zkr_semaphore_acquire_async(c->w->sem, 1, 5000, c->second->l,
+                                             on_acquired, c->second) == ZKR_OK;
+  set_flag(&calls_ok, good);
+  set_flag(&calls_done, 1);
+  return NULL;
+}
+static void *do_free(void *arg) {
+  who *w = arg;
+  zkr_semaphore_free(w->sem);
+  set_flag(&free_done, 1);
+  return NULL;
+}
+static void open_hold(void) {
+  set_flag(&hold_open, 1);
+}
+
+static void test_callback_unlocked(void) {
+  const char *path = zkt_path("cb-unlocked");
+  who a;
+  who_open(&a, path, 2, NULL);
+  is(zkr_semaphore_acquire_async(a.sem, 1, 5000, a.l, cb_hold, &a), ZKR_OK,
+     "an acquisition whose callback blocks");
+  ok(zkt_wait_for(flag_set, &hold_in, 10000) && hold_in == 1,
+     "its callback runs, with the lease, and blocks");
+  who b; /* (only its results and leases: it uses a's semaphore) */
+  memset(&b, 0, sizeof b);
+  pthread_mutex_init(&b.mu, NULL);
+  struct other_calls c = {&a, &b};
+  pthread_t th;
+  if (pthread_create(&th, NULL, do_other_calls, &c) != 0)
+    tap_bail("pthread_create");
+  ok(zkt_wait_for(flag_set, &calls_done, 10000),
+     "meanwhile another thread's calls on the semaphore return");
+  ok(flag_set(&calls_ok),
+     "stats (one lease held), cancel (none under way), acquire_async of "
+     "the second lease");
+  if (!flag_set(&calls_done))
+    open_hold(); /* (or that thread would wait for ever) */
+  pthread_join(th, NULL);
+  open_hold();
+  ok(zkt_wait_for(is_done, &b, 10000) && b.rc == ZKR_OK &&
+         zkt_wait_for(is_done, &a, 10000),
+     "once the callback returns, the second acquisition gets its lease");
+  is(zkr_lease_release(b.l[0]), ZKR_OK, "and releases it");
+  pthread_mutex_destroy(&b.mu);
+  /* a free from another thread waits for a callback running */
+  hold_in = hold_open = 0;
+  a.done = 0;
+  is(zkr_semaphore_acquire_async(a.sem, 1, 5000, a.l + 1, cb_hold, &a), ZKR_OK,
+     "another acquisition whose callback blocks");
+  ok(zkt_wait_for(flag_set, &hold_in, 10000) && hold_in == 1,
+     "its callback runs and blocks");
+  pthread_t fth;
+  if (pthread_create(&fth, NULL, do_free, &a) != 0)
+    tap_bail("pthread_create");
+  usleep(300 * 1000);
+  ok(!flag_set(&free_done), "zkr_semaphore_free() from another thread "
+                            "waits for the running callback");
+  open_hold();
+  pthread_join(fth, NULL);
+  a.sem = NULL;
+  ok(is_done(&a) && a.rc == ZKR_OK, "the callback ended before the free");
+  ok(zkt_wait_for(zkt_bg_idle, a.s, 5000) &&
+         zkt_children_become(admin, sub(path, "leases"), 0, 5000) &&
+         zkt_children_become(admin, sub(path, "locks"), 0, 5000),
+     "the free released both leases: nothing left");
+  who_close(&a);
 }
 
 /* With watch_node, a lease node deleted by another client is LOST at
@@ -798,6 +908,7 @@ int main(void) {
   test_lost_while_admitted();
   test_cancel_while_granted();
   test_admission_deleted();
+  test_callback_unlocked();
   zkr_session_close(admin);
   return tap_done();
 }

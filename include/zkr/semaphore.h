@@ -354,7 +354,11 @@ ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore *sem, int n,
  * makes and returns at once. When it ends, @fn runs once on the session's
  * event thread with the result code, @leases (filled with @n leases when
  * the code is ZKR_OK) and @user_data. @leases must stay valid until then.
- * If the call itself fails, @fn is not called.
+ * If the call itself fails, @fn is not called. @fn runs without the
+ * semaphore's lock: while it runs, other threads' calls on @sem go on
+ * (zkr_semaphore_free() from another thread waits for it). The callbacks
+ * of one semaphore run one at a time, in the order their acquisitions
+ * ended.
  *
  * Returns:
  *   ZKR_OK      Started; @fn will run.
