@@ -1,10 +1,11 @@
 /*
- * The queue engine's private parts, shared by its two files: queue.c (the
+ * The queue engine's private parts, shared by its files: queue.c (the
  * object, its references, the delivery of its callbacks, the session
- * hook, the deadline and the API) and queue-steps.c (the requests of an
+ * hook, the deadline and the API), queue-steps.c (the requests of an
  * acquisition and of a held node: create, adoption, listing, the hold
- * decision, the watches, pauses and losses). Nothing outside the engine
- * includes it; recipes use queue.h.
+ * decision, the watches, pauses and losses), queue-attr.c (the settings
+ * and read-only views) and queue-stats.c (the monitoring). Nothing outside
+ * the engine includes it; recipes use queue.h.
  *
  * Every function here is called under q->mu unless its comment in the
  * defining file says otherwise.

@@ -2,8 +2,9 @@
  * The queue engine: a queue of ephemeral-sequential nodes plus a rule for
  * whom to wait on. Every recipe is a policy over it (queue.h). This file
  * holds the object, its callbacks, the session hook, the deadline and the
- * API; queue-steps.c the requests of an acquisition (queue-int.h joins
- * them).
+ * API; queue-steps.c the requests of an acquisition, queue-attr.c the
+ * settings and read-only views, queue-stats.c the monitoring (queue-int.h
+ * joins them).
  *
  * Owns: one contender's node and its one watch, from the create to the
  * delete; the hold decision; the deadline; the contender's state and the
@@ -793,47 +794,6 @@ int zkr__queue_release(zkr__queue *q) {
   return rc;
 }
 
-zkr__qstate zkr__queue_state(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
-  zkr__qstate st = q->lstate;
-  pthread_mutex_unlock(&q->mu);
-  /* Held, but the session is not known to be alive right now (a pause):
-   * report it as SUSPECT until the session manager has decided. */
-  if (st == ZKR__Q_HELD && !zkr__session_fresh(q->s))
-    st = ZKR__Q_SUSPECT;
-  return st;
-}
-
-int zkr__queue_seq(zkr__queue *q, int32_t *seq, uint64_t *gen) {
-  pthread_mutex_lock(&q->mu);
-  int held = q->phase == Q_HELD && q->lstate != ZKR__Q_LOST && q->node;
-  *seq = held ? q->seq : 0;
-  *gen = q->gen;
-  pthread_mutex_unlock(&q->mu);
-  return held;
-}
-
-int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
-                    uint64_t *gen) {
-  pthread_mutex_lock(&q->mu);
-  int held = q->phase == Q_HELD && q->lstate != ZKR__Q_LOST;
-  if (czxid)
-    *czxid = held ? q->czxid : 0;
-  if (path && len > 0)
-    snprintf(path, len, "%s", held && q->node_path ? q->node_path : "");
-  if (gen)
-    *gen = q->gen;
-  pthread_mutex_unlock(&q->mu);
-  return held;
-}
-
-void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud) {
-  pthread_mutex_lock(&q->mu);
-  q->state_fn = fn;
-  q->state_ud = ud;
-  pthread_mutex_unlock(&q->mu);
-}
-
 void zkr__queue_mark_lost(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   if (q->phase == Q_HELD)
@@ -860,24 +820,11 @@ int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
   return prc;
 }
 
-void zkr__queue_set_watch_held(zkr__queue *q, int on) {
-  pthread_mutex_lock(&q->mu);
-  q->watch_held = on != 0;
-  pthread_mutex_unlock(&q->mu);
-}
-
 void zkr__queue_watch_held_now(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   q->watch_held = 1;
   zkr__q_arm_held_watch(q);
   q_unlock(q);
-}
-
-void zkr__queue_set_wait_fn(zkr__queue *q, zkr__queue_done_fn fn, void *ud) {
-  pthread_mutex_lock(&q->mu);
-  q->wait_fn = fn;
-  q->wait_ud = ud;
-  pthread_mutex_unlock(&q->mu);
 }
 
 /* Under mu: an acquisition waits for the first time: post the wait_fn.
@@ -900,10 +847,6 @@ int zkr__q_tell_waiting(zkr__queue *q) {
   return ZKR_OK;
 }
 
-zkr_session *zkr__queue_session(zkr__queue *q) {
-  return q->s;
-}
-
 void zkr__queue_reevaluate(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   if (q->phase == Q_WATCHING && q->pol->wait == ZKR__QWAIT_CHILDREN &&
@@ -912,11 +855,4 @@ void zkr__queue_reevaluate(zkr__queue *q) {
   else if (q->phase == Q_LISTING)
     q->relist_after = 1;
   q_unlock(q);
-}
-
-int zkr__queue_ahead(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
-  int n = q->phase == Q_WATCHING || q->phase == Q_LISTING ? q->npreds : -1;
-  pthread_mutex_unlock(&q->mu);
-  return n;
 }
