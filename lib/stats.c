@@ -89,10 +89,11 @@ zkr_fail_cause zkr__fail_cause(int rc) {
 
 /* ---- the lock hook ---- */
 
+/* One allocation per event: the record and its three strings after it. */
 struct hook_rec {
   zkr_session *s;
   zkr_lock_event ev;
-  char *recipe, *path, *node;
+  char text[];
 };
 
 static void hook_run(void *arg) {
@@ -100,9 +101,6 @@ static void hook_run(void *arg) {
   zkr_session *s = r->s;
   if (s->opts.lock_hook)
     s->opts.lock_hook(&r->ev, s->opts.lock_hook_ud);
-  free(r->recipe);
-  free(r->path);
-  free(r->node);
   free(r);
 }
 
@@ -111,41 +109,30 @@ static void hook_post(zkr_session *s, zkr_lock_event_type type,
                       int err, int64_t wait_us, int64_t hold_us) {
   if (!s->opts.lock_hook)
     return;
-  struct hook_rec *r = calloc(1, sizeof *r);
-  if (!r)
-    goto oom;
+  recipe = recipe ? recipe : "";
+  path = path ? path : "";
+  size_t lr = strlen(recipe) + 1, lp = strlen(path) + 1;
+  size_t ln = node ? strlen(node) + 1 : 0;
+  struct hook_rec *r = malloc(sizeof *r + lr + lp + ln);
+  if (!r) {
+    zkr__log(ZKR_LOG_WARN, "out of memory: a lock event was not delivered");
+    return;
+  }
+  memset(r, 0, sizeof *r);
   r->s = s;
-  r->recipe = zkr__strdup(recipe ? recipe : "");
-  r->path = zkr__strdup(path ? path : "");
-  r->node = node ? zkr__strdup(node) : NULL;
-  if (!r->recipe || !r->path || (node && !r->node))
-    goto oom;
+  char *t = r->text;
+  r->ev.recipe = memcpy(t, recipe, lr);
+  r->ev.path = memcpy(t + lr, path, lp);
+  r->ev.node = node ? memcpy(t + lr + lp, node, ln) : NULL;
   r->ev.type = type;
-  r->ev.recipe = r->recipe;
-  r->ev.path = r->path;
-  r->ev.node = r->node;
   r->ev.error = err;
   r->ev.cause = type == ZKR_LOCK_EV_LOST     ? ZKR_FAIL_LOST
                 : type == ZKR_LOCK_EV_FAILED ? zkr__fail_cause(err)
                                              : ZKR_FAIL_ERROR;
   r->ev.wait_us = wait_us;
   r->ev.hold_us = hold_us;
-  if (zkr__session_post(s, hook_run, r) == ZKR_OK)
-    return;
-  /* the session is closed: no more events */
-  free(r->recipe);
-  free(r->path);
-  free(r->node);
-  free(r);
-  return;
-oom:
-  if (r) {
-    free(r->recipe);
-    free(r->path);
-    free(r->node);
-    free(r);
-  }
-  zkr__log(ZKR_LOG_WARN, "out of memory: a lock event was not delivered");
+  if (zkr__session_post(s, hook_run, r) != ZKR_OK)
+    free(r); /* the session is closed: no more events */
 }
 
 /* ---- an object's figures (under its owner's lock) ---- */

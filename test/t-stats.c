@@ -28,7 +28,8 @@ static int nev[4];        /* by zkr_lock_event_type */
 static int nev_cause[8];  /* FAILED and LOST, by cause */
 static int64_t last_wait; /* us, of the last ACQUIRED */
 static char last_recipe[32];
-static int hook_bad; /* an event with a missing field */
+static char last_path[600], last_node[600]; /* of the last ACQUIRED */
+static int hook_bad;                        /* an event with a missing field */
 
 static void hook(const zkr_lock_event *ev, void *ud) {
   pthread_mutex_lock(&mu);
@@ -43,6 +44,9 @@ static void hook(const zkr_lock_event *ev, void *ud) {
       last_wait = ev->wait_us;
       if (!ev->node)
         hook_bad++;
+      else
+        snprintf(last_node, sizeof last_node, "%s", ev->node);
+      snprintf(last_path, sizeof last_path, "%s", ev->path);
     }
     snprintf(last_recipe, sizeof last_recipe, "%s", ev->recipe);
   }
@@ -212,6 +216,13 @@ int main(void) {
   pthread_mutex_lock(&mu);
   ok(strcmp(last_recipe, "lock") == 0 && last_wait >= 0,
      "ACQUIRED: recipe \"lock\", a wait (%s)", last_recipe);
+  char held_node[600];
+  zkr_mutex_node(ma, held_node, sizeof held_node);
+  const char *held_name = strrchr(held_node, '/');
+  ok(strcmp(last_path, path) == 0 && held_name &&
+         strcmp(last_node, held_name + 1) == 0,
+     "ACQUIRED: the lock's path and the name of the node held (%s, %s)",
+     last_path, last_node);
   pthread_mutex_unlock(&mu);
   usleep(200000);
   is(zkr_mutex_release(ma), ZKR_OK, "a releases");
