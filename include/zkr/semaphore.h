@@ -286,7 +286,9 @@ ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s,
  * Thread safety:
  * Not concurrently with any other call on @sem or its leases. It waits for
  * a callback of @sem that runs on another thread; called from such a
- * callback, it does not wait.
+ * callback, it does not wait. Once it is called, no callback of @sem
+ * starts (an acquisition that ended but whose callback had not started
+ * is freed with its leases, like a pending one).
  *
  * See also: zkr_semaphore_new(), zkr_lease_release()
  *
