@@ -1,9 +1,10 @@
 /*
- * The semaphore's private parts, shared by its two files: semaphore.c
- * (the objects, the acquisitions, the leases, the API) and
- * semaphore-prep.c (what an acquisition needs first: the check that the
- * path does not hold kazoo's layout, and the limit read from a shared
- * count node and followed live). Nothing else includes it.
+ * The semaphore's private parts, shared by its three files: semaphore.c
+ * (the objects, the acquisitions, the leases, the API), semaphore-prep.c
+ * (what an acquisition needs first: the check that the path does not hold
+ * kazoo's layout, and the limit read from a shared count node and followed
+ * live) and semaphore-list.c (the participants listing, the figures).
+ * Nothing else includes it.
  */
 #ifndef ZKR_SEMAPHORE_INT_H
 #define ZKR_SEMAPHORE_INT_H

@@ -8,8 +8,9 @@
  * Owns: the acquisition of n leases (admission, one lease after another,
  * leaving the admission mutex), the lease objects and the API;
  * semaphore-prep.c checks that PATH does not hold kazoo's layout and
- * follows the limit in a shared count node (semaphore-int.h joins the
- * two). Must not touch: the engine's internals (queue.h only), the
+ * follows the limit in a shared count node; semaphore-list.c lists the
+ * participants and copies the figures (semaphore-int.h joins the three).
+ * Must not touch: the engine's internals (queue.h only), the
  * session's internals.
  *
  * Every acquisition is a small state machine driven on the session's
@@ -857,73 +858,4 @@ int zkr_lease_guarded_set(zkr_lease *l, const char *path, const char *data,
   if (!l)
     return path && zkr__path_check(path) != ZKR_OK ? ZKR_EBADPATH : ZKR_EINVAL;
   return zkr__guarded_set(l->q, path, data, datalen, version, timeout_ms);
-}
-
-/* ---- participants ---- */
-
-static const zkr__qpolicy part_pol = {.name = "lock-"};
-
-static const zkr__qpolicy *part_policy_of(const char *name, void *ctx) {
-  (void)name;
-  (void)ctx;
-  return &part_pol;
-}
-
-int zkr_semaphore_participants(zkr_session *s, const char *path, int limit,
-                               int64_t timeout_ms, zkr_participant **leases,
-                               size_t *nleases, zkr_participant **waiters,
-                               size_t *nwaiters) {
-  if (!s || !leases || !nleases || !waiters || !nwaiters || limit < 0)
-    return ZKR_EINVAL;
-  int rc = zkr__path_check(path);
-  if (rc != ZKR_OK)
-    return rc;
-  if (zkr__tls_in_callback)
-    return ZKR_EDEADLK;
-  char *lp = zkr__path_join(path, "leases");
-  char *kp = zkr__path_join(path, "locks");
-  zkr_participant *l = NULL, *w = NULL;
-  size_t nl = 0, nw = 0;
-  int64_t deadline = zkr__deadline(timeout_ms);
-  rc = lp && kp ? ZKR_OK : ZKR_ENOMEM;
-  if (rc == ZKR_OK)
-    rc = zkr__participants(s, kp, part_policy_of, NULL, timeout_ms, &w, &nw);
-  if (rc == ZKR_OK) {
-    int64_t left = deadline < 0 ? -1 : deadline - zkr__now_ms();
-    rc = left == 0 || left < -1
-             ? ZKR_ETIMEDOUT
-             : zkr__participants(s, lp, part_policy_of, NULL, left, &l, &nl);
-  }
-  free(lp);
-  free(kp);
-  if (rc != ZKR_OK) {
-    zkr_participants_free(w, nw);
-    return rc;
-  }
-  for (size_t i = 0; i < nl; i++)
-    l[i].is_holder = 1;
-  /* the admitted contender's newest lease node, while the lease nodes
-   * outnumber the limit, is still waiting */
-  if (limit > 0 && nl > (size_t)limit && nw > 0 &&
-      l[nl - 1].session_id == w[0].session_id)
-    l[nl - 1].is_holder = 0;
-  *leases = l;
-  *nleases = nl;
-  *waiters = w;
-  *nwaiters = nw;
-  return ZKR_OK;
-}
-
-int zkr_semaphore_stats(const zkr_semaphore *csem, zkr_stats *out,
-                        size_t size) {
-  if (!csem)
-    return ZKR_EINVAL;
-  zkr_semaphore *sem = (zkr_semaphore *)csem;
-  zkr__sem_sem_lock(sem);
-  zkr_lock_state state = sem->st.held > 0      ? ZKR_LOCK_HELD
-                         : sem->st.waiting > 0 ? ZKR_LOCK_ACQUIRING
-                                               : ZKR_LOCK_UNLOCKED;
-  int rc = zkr__stats_copy(&sem->st, (int)state, out, size);
-  zkr__sem_sem_unlock(sem);
-  return rc;
 }
