@@ -86,6 +86,13 @@ int zkr__path_check(const char *path) {
   return ZKR_OK;
 }
 
+int zkr__path_call_check(const char *path) {
+  int rc = zkr__path_check(path);
+  if (rc == ZKR_OK && zkr__tls_in_callback)
+    rc = ZKR_EDEADLK;
+  return rc;
+}
+
 static int port_ok(const char *p, size_t n) {
   if (n == 0 || n > 5)
     return 0;

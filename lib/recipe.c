@@ -238,11 +238,9 @@ int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
                       size_t *count) {
   if (!s || !out || !count)
     return ZKR_EINVAL;
-  int rc = zkr__path_check(path);
+  int rc = zkr__path_call_check(path);
   if (rc != ZKR_OK)
     return rc;
-  if (zkr__tls_in_callback)
-    return ZKR_EDEADLK;
   int64_t deadline = zkr__deadline(timeout_ms);
   zkr__result kids;
   memset(&kids, 0, sizeof kids);

@@ -29,11 +29,9 @@ int zkr_semaphore_participants(zkr_session *s, const char *path, int limit,
                                size_t *nwaiters) {
   if (!s || !leases || !nleases || !waiters || !nwaiters || limit < 0)
     return ZKR_EINVAL;
-  int rc = zkr__path_check(path);
+  int rc = zkr__path_call_check(path);
   if (rc != ZKR_OK)
     return rc;
-  if (zkr__tls_in_callback)
-    return ZKR_EDEADLK;
   char *lp = zkr__path_join(path, "leases");
   char *kp = zkr__path_join(path, "locks");
   zkr_participant *l = NULL, *w = NULL;

@@ -405,11 +405,9 @@ int zkr_session_children(zkr_session *s, const char *path, int64_t timeout_ms,
                          char ***out, size_t *count) {
   if (!s || !out || !count)
     return ZKR_EINVAL;
-  int rc = zkr__path_check(path);
+  int rc = zkr__path_call_check(path);
   if (rc != ZKR_OK)
     return rc;
-  if (zkr__tls_in_callback)
-    return ZKR_EDEADLK;
   zkr__result kids;
   memset(&kids, 0, sizeof kids);
   rc = zkr__zk_children(s, path, zkr__deadline(timeout_ms), &kids);

@@ -33,6 +33,9 @@ void zkr__zk_log_cb(const char *message);
 #define ZKR__PATH_MAX 1024
 /* Validate an absolute znode path. Returns ZKR_OK or ZKR_EBADPATH. */
 int zkr__path_check(const char *path);
+/* The checks of a blocking call on @path: zkr__path_check's result, then
+ * ZKR_EDEADLK on a callback's thread, else ZKR_OK. */
+int zkr__path_call_check(const char *path);
 /* Validate "host:port[,host:port...][/chroot]"; an IPv6 address as
  * "[addr]:port" or "addr:port" (the port after the last ':'). Returns
  * ZKR_OK, ZKR_EBADCONN or ZKR_EBADPATH. */

@@ -400,15 +400,19 @@ static void test_expired_holder(void) {
 
 /* A blocking call from a callback, and freeing with leases held. */
 static zkr_semaphore *cb_sem;
-static int cb_rc = 1;
+static const char *cb_path;
+static int cb_rc = 1, cb_list_rc = 1, cb_kids_rc = 1;
 static void cb_block(zkr_semaphore *sem, int rc, zkr_lease **l, int n,
                      void *ud) {
-  (void)sem;
-  (void)rc;
-  (void)l;
-  (void)n;
   zkr_lease *x;
   cb_rc = zkr_semaphore_acquire(cb_sem, 1, 0, &x);
+  zkr_participant *pl = NULL, *pw = NULL;
+  size_t nl = 0, nw = 0;
+  cb_list_rc = zkr_semaphore_participants(((who *)ud)->s, cb_path, 2, 1000, &pl,
+                                          &nl, &pw, &nw);
+  char **kids = NULL;
+  size_t nk = 0;
+  cb_kids_rc = zkr_session_children(((who *)ud)->s, cb_path, 1000, &kids, &nk);
   on_acquired(sem, rc, l, n, ud);
 }
 
@@ -417,11 +421,14 @@ static void test_callback_and_free(void) {
   who a;
   who_open(&a, path, 2, NULL);
   cb_sem = a.sem;
+  cb_path = path;
   a.done = 0;
   is(zkr_semaphore_acquire_async(a.sem, 1, 5000, a.l, cb_block, &a), ZKR_OK,
      "async");
   ok(zkt_wait_for(is_done, &a, 5000) && a.rc == ZKR_OK, "acquired");
   is(cb_rc, ZKR_EDEADLK, "a blocking acquire from its callback: EDEADLK");
+  is(cb_list_rc, ZKR_EDEADLK, "so is zkr_semaphore_participants");
+  is(cb_kids_rc, ZKR_EDEADLK, "and zkr_session_children");
   start_async(&a, 1, -1);
   ok(zkt_wait_for(is_done, &a, 5000) && a.rc == ZKR_OK, "a second lease");
   zkr_semaphore_free(a.sem);
