@@ -34,8 +34,8 @@
  *   -DMUTANT_NO_ADM_WATCH   semaphore: a waiting lease does not watch its
  *                           admission node (zkr before 2026-11-27):
  *                           liveness must fail with a delete
- *   -DFIRST_C0 -DFIRST_CLASS=k -DSECOND_CLASS=k -DSECOND_WHO=k
- *                           split a safety search into parts (see the
+ *   -DFIRST_C0 -DFIRST_WHO=k -DFIRST_CLASS=k -DSECOND_CLASS=k
+ *   -DSECOND_WHO=k          split a search into parts (see the
  *                           environment below, and "Splitting a search"
  *                           in README.md)
  *
@@ -63,8 +63,11 @@
 #error "FREE_ADMISSION is for the semaphore's safety searches only"
 #endif
 
-#if (defined(FIRST_C0) || defined(SECOND_WHO)) && (defined(RWLOCK) || defined(ELECTION) || defined(LIVE))
-#error "FIRST_C0 and SECOND_WHO need contenders that are all alike (not the rwlock's ordered roles or the election's resign) and a safety search"
+#if defined(FIRST_C0) && (defined(RWLOCK) || defined(ELECTION) || defined(LIVE))
+#error "FIRST_C0 needs contenders that are all alike (not the rwlock's ordered roles or the election's resign) and a safety search"
+#endif
+#if defined(FIRST_C0) && defined(FIRST_WHO)
+#error "FIRST_C0 is FIRST_WHO=0 with the other contenders left to symmetry: use one"
 #endif
 
 #ifdef SEMAPHORE
@@ -1112,12 +1115,15 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 
 /* Splitting a search that does not fit in one run (model/README.md,
  * "Splitting a search"): -DFIRST_C0, the first fault is of contender 0
- * (its session, its connection, its node, its user); -DFIRST_CLASS=k,
+ * (its session, its connection, its node, its user), the others left to
+ * symmetry; -DFIRST_WHO=k, the first fault is contender k's; -DFIRST_CLASS=k,
  * the first fault is of class k (1 expiry, 2 connection loss, 3 delete,
  * 4 setData, 5 cancel); -DSECOND_CLASS=k, the second fault is;
  * -DSECOND_WHO=k, the second fault is contender k's */
-#ifdef FIRST_C0
+#if defined(FIRST_C0)
 #define F_WHO1(i) (faults > 0 || (i) == 0)
+#elif defined(FIRST_WHO)
+#define F_WHO1(i) (faults > 0 || (i) == FIRST_WHO)
 #else
 #define F_WHO1(i) 1
 #endif
@@ -1170,7 +1176,7 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #endif
 /* a split search: the env takes a fault only when one is allowed (it
  * must not stop inside the choice, which is not an end state) */
-#if defined(FIRST_C0) || defined(FIRST_CLASS) || defined(SECOND_CLASS) || defined(SECOND_WHO)
+#if defined(FIRST_C0) || defined(FIRST_WHO) || defined(FIRST_CLASS) || defined(SECOND_CLASS) || defined(SECOND_WHO)
 #define E_C(i) || G_C(i)
 #define E_CL(i) || G_CL(i)
 #define E_DEL(i) || G_DEL(i)
