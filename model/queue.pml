@@ -38,6 +38,9 @@
  *   -DSECOND_WHO=k          split a search into parts (see the
  *                           environment below, and "Splitting a search"
  *                           in README.md)
+ *   -DSYM12                 every fault contender 0's: contenders 1 and
+ *                           2 left to symmetry (contender 1's first node
+ *                           is made before contender 2's; README.md)
  *
  * The model is the engine as written, not the textbook recipe: requests go
  * to the server in order over one connection per contender, replies and
@@ -68,6 +71,11 @@
 #endif
 #if defined(FIRST_C0) && defined(FIRST_WHO)
 #error "FIRST_C0 is FIRST_WHO=0 with the other contenders left to symmetry: use one"
+#endif
+#if defined(SYM12) && (defined(RWLOCK) || defined(ELECTION) || defined(FIRST_C0) || NC != 3 || \
+    (MAXF > 0 && (!defined(FIRST_WHO) || FIRST_WHO != 0)) || \
+    (MAXF > 1 && (!defined(SECOND_WHO) || SECOND_WHO != 0)) || MAXF > 2)
+#error "SYM12 needs contenders 1 and 2 alike: 3 contenders of the mutex or the semaphore, every fault contender 0's (FIRST_WHO=0, SECOND_WHO=0)"
 #endif
 
 #ifdef SEMAPHORE
@@ -404,7 +412,17 @@ inline srv_apply(c, silent) {
 
 /* pick one index whose condition holds (an if as the first statement: the
  * step is enabled only if some index qualifies) */
-#define OPT_RQ(i) :: nempty(rq[i]) -> c = i
+#ifdef SYM12
+/* -DSYM12 (see "Splitting a search" in README.md): contenders 1 and 2
+ * left to symmetry; the server applies contender 2's requests only once
+ * a node of contender 1's has been made (slots keep their owner after a
+ * delete, so this stays true) */
+#define OWN1(k) || nown[k] == 1
+#define RQ_READY(i) (nempty(rq[i]) && ((i) != 2 || (0 FOR_N(OWN1))))
+#else
+#define RQ_READY(i) nempty(rq[i])
+#endif
+#define OPT_RQ(i) :: RQ_READY(i) -> c = i
 #define OPT_BG(i) :: nbg[i] -> n = i
 #define OPT_CLN(i) :: cln[i] -> q = i
 

@@ -8,8 +8,10 @@
 # its two-fault search uses); then the mutants that take a watch event as
 # the grant and that let one lease too many hold, which must each give a
 # counterexample, and the one whose lease waiter does not watch its
-# admission node, which must fail the liveness search. model/README.md
-# says what is modelled and the bounds.
+# admission node, which must fail the liveness search, also in a search
+# split with -DSYM12 (contenders 1 and 2 left to symmetry), which the
+# model refuses where they are not alike. model/README.md says what is
+# modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
 # ZKR_TEST_TIMEOUT_MULTIPLIER > 1; also the election's run without a
@@ -45,7 +47,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..14"
+echo "1..16"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -173,4 +175,35 @@ if grep -q 'acceptance cycle' "$tmp/mutant-adm/out" && grep -q 'errors: [1-9]' "
 else
   echo "not ok $n - semaphore mutant without the admission watch gives no liveness counterexample"
   fail_diag mutant-adm
+fi
+
+# ... and a search split by symmetry (-DSYM12: every fault contender 0's,
+# contender 1's first node made before contender 2's) still finds it
+n=$((n + 1))
+pan_run mutant-adm-sym "-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DFIRST_WHO=0 -DSYM12 -DMUTANT_NO_ADM_WATCH" "$live" "$largs"
+if grep -q 'acceptance cycle' "$tmp/mutant-adm-sym/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm-sym/out"; then
+  echo "ok $n - the same mutant, split with -DSYM12, gives a liveness counterexample"
+else
+  echo "not ok $n - the same mutant, split with -DSYM12, gives no liveness counterexample"
+  fail_diag mutant-adm-sym
+fi
+
+# -DSYM12 is refused where contenders 1 and 2 are not alike: a fault of
+# contender 1's, the read-write lock's roles, the election's resign
+n=$((n + 1))
+bad=""
+for f in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1" "-DSEMAPHORE -DMAXF=1" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2" "-DRWLOCK -DMAXF=0" \
+  "-DELECTION -DMAXF=0"; do
+  d=$tmp/sym-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
+  # shellcheck disable=SC2086
+  if (cd "$d" && spin -a $f -DSYM12 queue.pml >spin.log 2>&1) ||
+     ! grep -q 'SYM12 needs contenders 1 and 2 alike' "$d/spin.log"; then
+    bad="$bad [$f]"
+  fi
+done
+if [ -z "$bad" ]; then
+  echo "ok $n - the model refuses -DSYM12 where contenders 1 and 2 are not alike"
+else
+  echo "not ok $n - the model accepts -DSYM12 with$bad"
 fi
