@@ -38,6 +38,9 @@
  *   -DSECOND_WHO=k          split a search into parts (see the
  *                           environment below, and "Splitting a search"
  *                           in README.md)
+ *   -DFIRST_MADE=m -DSECOND_MADE=m  the first (second) fault, an
+ *                           expiry, ends a session in which its contender
+ *                           had made m nodes (2: two or more)
  *   -DSYM12                 every fault contender 0's: contenders 1 and
  *                           2 left to symmetry (contender 1's first node
  *                           is made before contender 2's; README.md)
@@ -71,6 +74,10 @@
 #endif
 #if defined(FIRST_C0) && defined(FIRST_WHO)
 #error "FIRST_C0 is FIRST_WHO=0 with the other contenders left to symmetry: use one"
+#endif
+#if (defined(FIRST_MADE) && (!defined(FIRST_CLASS) || FIRST_CLASS != 1)) || \
+    (defined(SECOND_MADE) && (!defined(SECOND_CLASS) || SECOND_CLASS != 1))
+#error "FIRST_MADE (SECOND_MADE) splits an expiry: it needs FIRST_CLASS=1 (SECOND_CLASS=1)"
 #endif
 #if defined(SYM12) && (defined(RWLOCK) || defined(ELECTION) || defined(FIRST_C0) || NC != 3 || \
     (MAXF > 0 && (!defined(FIRST_WHO) || FIRST_WHO != 0)) || \
@@ -1162,7 +1169,30 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #define F_CLASS2(k) 1
 #endif
 #define F_CLASS(k) (F_CLASS1(k) && F_CLASS2(k))
+/* -DFIRST_MADE=m, -DSECOND_MADE=m: the first (second) fault is an expiry
+ * of a session in which its contender had made m nodes (2: two or more;
+ * slots keep owner and session, so the state records it) */
+#define MADE_K0(k) + (k < nnodes && nown[k] == 0 && ngen[k] == sgen[0])
+#define MADE_K1(k) + (k < nnodes && nown[k] == 1 && ngen[k] == sgen[1])
+#define MADE_K2(k) + (k < nnodes && nown[k] == 2 && ngen[k] == sgen[2])
+#define MADE_K3(k) + (k < nnodes && nown[k] == 3 && ngen[k] == sgen[3])
+#define MADE(i) (0 FOR_N(MADE_K##i))
+#define MADE_OF(i, m) (((m) >= 2 && MADE(i) >= 2) || ((m) < 2 && MADE(i) == (m)))
+#ifdef FIRST_MADE
+#define F_MADE1(i) (faults != 0 || MADE_OF(i, FIRST_MADE))
+#else
+#define F_MADE1(i) 1
+#endif
+#ifdef SECOND_MADE
+#define F_MADE2(i) (faults != 1 || MADE_OF(i, SECOND_MADE))
+#else
+#define F_MADE2(i) 1
+#endif
+#if defined(FIRST_MADE) || defined(SECOND_MADE)
+#define G_C(i) (F_CLASS(1) && F_WHO(i) && F_MADE1(i) && F_MADE2(i))
+#else
 #define G_C(i) (F_CLASS(1) && F_WHO(i))
+#endif
 #define G_CL(i) (F_CLASS(2) && F_WHO(i) && nempty(rq[i]))
 #define G_DEL(i) (F_CLASS(3) && F_WHO(nown[i]) && nex[i])
 #define G_SET(i) (F_CLASS(4) && F_WHO(nown[i]) && nex[i] && ndw[i] != 0)

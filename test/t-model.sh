@@ -9,9 +9,9 @@
 # the grant and that let one lease too many hold, which must each give a
 # counterexample, and the one whose lease waiter does not watch its
 # admission node, which must fail the liveness search, also in a search
-# split with -DSYM12 (contenders 1 and 2 left to symmetry), which the
-# model refuses where they are not alike. model/README.md says what is
-# modelled and the bounds.
+# split with -DSYM12 (contenders 1 and 2 left to symmetry); and the model
+# must refuse its split switches where they do not hold. model/README.md
+# says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
 # ZKR_TEST_TIMEOUT_MULTIPLIER > 1; also the election's run without a
@@ -188,22 +188,28 @@ else
   fail_diag mutant-adm-sym
 fi
 
-# -DSYM12 is refused where contenders 1 and 2 are not alike: a fault of
-# contender 1's, the read-write lock's roles, the election's resign
+# the split switches are refused where they do not hold: -DSYM12 where
+# contenders 1 and 2 are not alike (a fault of contender 1's or 2's, the
+# read-write lock's roles, the election's resign), -DFIRST_MADE and
+# -DSECOND_MADE on a fault that is not an expiry
 n=$((n + 1))
 bad=""
-for f in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1" "-DSEMAPHORE -DMAXF=1" \
-  "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2" "-DRWLOCK -DMAXF=0" \
-  "-DELECTION -DMAXF=0"; do
-  d=$tmp/sym-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
+sym='SYM12 needs contenders 1 and 2 alike'
+made='splits an expiry'
+for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DSYM12|$sym" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2 -DSYM12|$sym" "-DRWLOCK -DMAXF=0 -DSYM12|$sym" \
+  "-DELECTION -DMAXF=0 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DFIRST_MADE=1|$made" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=3 -DFIRST_MADE=1|$made" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_MADE=0|$made"; do
+  f=${t%%|*} msg=${t#*|}
+  d=$tmp/split-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
   # shellcheck disable=SC2086
-  if (cd "$d" && spin -a $f -DSYM12 queue.pml >spin.log 2>&1) ||
-     ! grep -q 'SYM12 needs contenders 1 and 2 alike' "$d/spin.log"; then
+  if (cd "$d" && spin -a $f queue.pml >spin.log 2>&1) || ! grep -q "$msg" "$d/spin.log"; then
     bad="$bad [$f]"
   fi
 done
 if [ -z "$bad" ]; then
-  echo "ok $n - the model refuses -DSYM12 where contenders 1 and 2 are not alike"
+  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE and -DSECOND_MADE where they do not hold"
 else
-  echo "not ok $n - the model accepts -DSYM12 with$bad"
+  echo "not ok $n - the model accepts a split switch where it does not hold:$bad"
 fi
