@@ -41,6 +41,9 @@
  *   -DFIRST_MADE=m -DSECOND_MADE=m  the first (second) fault, an
  *                           expiry, ends a session in which its contender
  *                           had made m nodes (2: two or more)
+ *   -DFIRST_DLO=a -DFIRST_DHI=b -DSECOND_DLO=a -DSECOND_DHI=b  the
+ *                           first (second) fault, a delete, deletes a
+ *                           node in slots a to b (creation order)
  *   -DSYM12                 every fault contender 0's: contenders 1 and
  *                           2 left to symmetry (contender 1's first node
  *                           is made before contender 2's; README.md)
@@ -78,6 +81,11 @@
 #if (defined(FIRST_MADE) && (!defined(FIRST_CLASS) || FIRST_CLASS != 1)) || \
     (defined(SECOND_MADE) && (!defined(SECOND_CLASS) || SECOND_CLASS != 1))
 #error "FIRST_MADE (SECOND_MADE) splits an expiry: it needs FIRST_CLASS=1 (SECOND_CLASS=1)"
+#endif
+#if (defined(FIRST_DLO) && (!defined(FIRST_CLASS) || FIRST_CLASS != 3 || !defined(FIRST_DHI))) || \
+    (defined(SECOND_DLO) && (!defined(SECOND_CLASS) || SECOND_CLASS != 3 || !defined(SECOND_DHI))) || \
+    (defined(FIRST_DHI) && !defined(FIRST_DLO)) || (defined(SECOND_DHI) && !defined(SECOND_DLO))
+#error "FIRST_DLO/DHI (SECOND_DLO/DHI) split a delete: they need each other and FIRST_CLASS=3 (SECOND_CLASS=3)"
 #endif
 #if defined(SYM12) && (defined(RWLOCK) || defined(ELECTION) || defined(FIRST_C0) || NC != 3 || \
     (MAXF > 0 && (!defined(FIRST_WHO) || FIRST_WHO != 0)) || \
@@ -1194,7 +1202,24 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #define G_C(i) (F_CLASS(1) && F_WHO(i))
 #endif
 #define G_CL(i) (F_CLASS(2) && F_WHO(i) && nempty(rq[i]))
+/* -DFIRST_DLO=a -DFIRST_DHI=b (and SECOND_): the first (second) fault is
+ * a delete of a node in slots a to b (slots follow creation order, and
+ * the state keeps which node is gone) */
+#ifdef FIRST_DLO
+#define F_DS1(i) (faults != 0 || ((i) >= FIRST_DLO && (i) <= FIRST_DHI))
+#else
+#define F_DS1(i) 1
+#endif
+#ifdef SECOND_DLO
+#define F_DS2(i) (faults != 1 || ((i) >= SECOND_DLO && (i) <= SECOND_DHI))
+#else
+#define F_DS2(i) 1
+#endif
+#if defined(FIRST_DLO) || defined(SECOND_DLO)
+#define G_DEL(i) (F_CLASS(3) && F_WHO(nown[i]) && nex[i] && F_DS1(i) && F_DS2(i))
+#else
 #define G_DEL(i) (F_CLASS(3) && F_WHO(nown[i]) && nex[i])
+#endif
 #define G_SET(i) (F_CLASS(4) && F_WHO(nown[i]) && nex[i] && ndw[i] != 0)
 #define OPT_C(i) :: G_C(i) -> c = i
 #define OPT_CL(i) :: G_CL(i) -> c = i

@@ -9,7 +9,8 @@
 # the grant and that let one lease too many hold, which must each give a
 # counterexample, and the one whose lease waiter does not watch its
 # admission node, which must fail the liveness search, also in a search
-# split with -DSYM12 (contenders 1 and 2 left to symmetry); and the model
+# split with -DSYM12 (contenders 1 and 2 left to symmetry) and with its
+# delete split by slot; and the model
 # must refuse its split switches where they do not hold. model/README.md
 # says what is modelled and the bounds.
 #
@@ -47,7 +48,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..16"
+echo "1..17"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -188,19 +189,36 @@ else
   fail_diag mutant-adm-sym
 fi
 
+# ... and with its delete split by slot: a part without the first node
+# made (-DFIRST_DLO=1 -DFIRST_DHI=13) finds it too
+n=$((n + 1))
+pan_run mutant-adm-slot "-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DFIRST_WHO=0 -DSYM12 -DFIRST_DLO=1 -DFIRST_DHI=13 -DMUTANT_NO_ADM_WATCH" "$live" "$largs"
+if grep -q 'acceptance cycle' "$tmp/mutant-adm-slot/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm-slot/out"; then
+  echo "ok $n - the same mutant, its delete split by slot (1 to 13), gives a liveness counterexample"
+else
+  echo "not ok $n - the same mutant, its delete split by slot (1 to 13), gives no liveness counterexample"
+  fail_diag mutant-adm-slot
+fi
+
 # the split switches are refused where they do not hold: -DSYM12 where
 # contenders 1 and 2 are not alike (a fault of contender 1's or 2's, the
 # read-write lock's roles, the election's resign), -DFIRST_MADE and
-# -DSECOND_MADE on a fault that is not an expiry
+# -DSECOND_MADE on a fault that is not an expiry, -DFIRST_DLO and
+# -DSECOND_DLO on one that is not a delete, or without its -D..._DHI
 n=$((n + 1))
 bad=""
 sym='SYM12 needs contenders 1 and 2 alike'
 made='splits an expiry'
+dslot='split a delete'
 for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DSYM12|$sym" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2 -DSYM12|$sym" "-DRWLOCK -DMAXF=0 -DSYM12|$sym" \
   "-DELECTION -DMAXF=0 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DFIRST_MADE=1|$made" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=3 -DFIRST_MADE=1|$made" \
-  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_MADE=0|$made"; do
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_MADE=0|$made" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_DLO=0 -DFIRST_DHI=3|$dslot" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=3 -DSECOND_CLASS=1 -DSECOND_DLO=0 -DSECOND_DHI=3|$dslot" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_DLO=0|$dslot" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_DHI=3|$dslot"; do
   f=${t%%|*} msg=${t#*|}
   d=$tmp/split-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
   # shellcheck disable=SC2086
@@ -209,7 +227,7 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   fi
 done
 if [ -z "$bad" ]; then
-  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE and -DSECOND_MADE where they do not hold"
+  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE and the slot splits where they do not hold"
 else
   echo "not ok $n - the model accepts a split switch where it does not hold:$bad"
 fi
