@@ -168,37 +168,24 @@ done
 # ... and for the semaphore's progress: a lease waiter that does not watch
 # its admission node (zkr before 2026-11-27) waits for ever once a third
 # party deletes that node (with one permit, one delete is enough): the
-# liveness search must find the cycle
-n=$((n + 1))
-pan_run mutant-adm "-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DMUTANT_NO_ADM_WATCH" "$live" "$largs"
-if grep -q 'acceptance cycle' "$tmp/mutant-adm/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm/out"; then
-  echo "ok $n - semaphore mutant without the admission watch gives a liveness counterexample"
-else
-  echo "not ok $n - semaphore mutant without the admission watch gives no liveness counterexample"
-  fail_diag mutant-adm
-fi
-
-# ... and a search split by symmetry (-DSYM12: every fault contender 0's,
-# contender 1's first node made before contender 2's) still finds it
-n=$((n + 1))
-pan_run mutant-adm-sym "-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DFIRST_WHO=0 -DSYM12 -DMUTANT_NO_ADM_WATCH" "$live" "$largs"
-if grep -q 'acceptance cycle' "$tmp/mutant-adm-sym/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm-sym/out"; then
-  echo "ok $n - the same mutant, split with -DSYM12, gives a liveness counterexample"
-else
-  echo "not ok $n - the same mutant, split with -DSYM12, gives no liveness counterexample"
-  fail_diag mutant-adm-sym
-fi
-
-# ... and with its delete split by slot: a part without the first node
-# made (-DFIRST_DLO=1 -DFIRST_DHI=13) finds it too
-n=$((n + 1))
-pan_run mutant-adm-slot "-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DFIRST_WHO=0 -DSYM12 -DFIRST_DLO=1 -DFIRST_DHI=13 -DMUTANT_NO_ADM_WATCH" "$live" "$largs"
-if grep -q 'acceptance cycle' "$tmp/mutant-adm-slot/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm-slot/out"; then
-  echo "ok $n - the same mutant, its delete split by slot (1 to 13), gives a liveness counterexample"
-else
-  echo "not ok $n - the same mutant, its delete split by slot (1 to 13), gives no liveness counterexample"
-  fail_diag mutant-adm-slot
-fi
+# liveness search must find the cycle, whole, split by symmetry
+# (-DSYM12: every fault contender 0's, contender 1's first node made
+# before contender 2's), and in a part of its delete split by slot that
+# leaves out the first node made (-DFIRST_DLO=1 -DFIRST_DHI=13)
+adm="-DSEMAPHORE -DLIMIT=1 -DMAXF=1 -DLIVE -DFIRST_CLASS=3 -DMUTANT_NO_ADM_WATCH"
+for t in "mutant-adm||semaphore mutant without the admission watch" \
+  "mutant-adm-sym|-DFIRST_WHO=0 -DSYM12|the same mutant, split with -DSYM12," \
+  "mutant-adm-slot|-DFIRST_WHO=0 -DSYM12 -DFIRST_DLO=1 -DFIRST_DHI=13|the same mutant, its delete split by slot (1 to 13),"; do
+  IFS='|' read -r name extra what <<<"$t"
+  n=$((n + 1))
+  pan_run "$name" "$adm $extra" "$live" "$largs"
+  if grep -q 'acceptance cycle' "$tmp/$name/out" && grep -q 'errors: [1-9]' "$tmp/$name/out"; then
+    echo "ok $n - $what gives a liveness counterexample"
+  else
+    echo "not ok $n - $what gives no liveness counterexample"
+    fail_diag "$name"
+  fi
+done
 
 # the split switches are refused where they do not hold: -DSYM12 where
 # contenders 1 and 2 are not alike (a fault of contender 1's or 2's, the
