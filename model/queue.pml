@@ -107,6 +107,17 @@
 #define MAXN 9
 #endif
 #define NQ (NC * QPC)
+/* a split part must be a part: a slot range inside 0..MAXN-1 and not
+ * empty, a node count of 0, 1 or 2 (else the part has no run: a vacuous
+ * "no error") */
+#if (defined(FIRST_DLO) && (FIRST_DLO < 0 || FIRST_DHI < FIRST_DLO || FIRST_DHI >= MAXN)) || \
+    (defined(SECOND_DLO) && (SECOND_DLO < 0 || SECOND_DHI < SECOND_DLO || SECOND_DHI >= MAXN))
+#error "FIRST_DLO..FIRST_DHI (SECOND_DLO..SECOND_DHI) must be a slot range that is not empty, within 0 to MAXN-1"
+#endif
+#if (defined(FIRST_MADE) && (FIRST_MADE < 0 || FIRST_MADE > 2)) || \
+    (defined(SECOND_MADE) && (SECOND_MADE < 0 || SECOND_MADE > 2))
+#error "FIRST_MADE (SECOND_MADE) is a node count: 0, 1 or 2 (two or more)"
+#endif
 
 /* Enumerations: a step's guard must be its first statement (a guard that
  * blocks inside an atomic would leave the process stuck half-way), so

@@ -191,12 +191,17 @@ done
 # contenders 1 and 2 are not alike (a fault of contender 1's or 2's, the
 # read-write lock's roles, the election's resign), -DFIRST_MADE and
 # -DSECOND_MADE on a fault that is not an expiry, -DFIRST_DLO and
-# -DSECOND_DLO on one that is not a delete, or without its -D..._DHI
+# -DSECOND_DLO on one that is not a delete, or without its -D..._DHI,
+# an empty slot range or one past the model's slots, a node count other
+# than 0, 1 or 2 (each would give a part with no run: "no error" for
+# nothing)
 n=$((n + 1))
 bad=""
 sym='SYM12 needs contenders 1 and 2 alike'
 made='splits an expiry'
 dslot='split a delete'
+drange='must be a slot range that is not empty'
+mrange='is a node count: 0, 1 or 2'
 for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DSYM12|$sym" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2 -DSYM12|$sym" "-DRWLOCK -DMAXF=0 -DSYM12|$sym" \
   "-DELECTION -DMAXF=0 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DFIRST_MADE=1|$made" \
@@ -205,7 +210,12 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_DLO=0 -DFIRST_DHI=3|$dslot" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=3 -DSECOND_CLASS=1 -DSECOND_DLO=0 -DSECOND_DHI=3|$dslot" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_DLO=0|$dslot" \
-  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_DHI=3|$dslot"; do
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_DHI=3|$dslot" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_DLO=5 -DFIRST_DHI=3|$drange" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_DLO=-1 -DFIRST_DHI=3|$drange" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_DLO=4 -DSECOND_DHI=14|$drange" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=1 -DSECOND_MADE=3|$mrange" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=-1|$mrange"; do
   f=${t%%|*} msg=${t#*|}
   d=$tmp/split-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
   # shellcheck disable=SC2086
@@ -214,7 +224,7 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   fi
 done
 if [ -z "$bad" ]; then
-  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE and the slot splits where they do not hold"
+  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE and the slot splits where they do not hold, and empty or out-of-range parts"
 else
   echo "not ok $n - the model accepts a split switch where it does not hold:$bad"
 fi
