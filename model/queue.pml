@@ -44,6 +44,10 @@
  *   -DFIRST_DLO=a -DFIRST_DHI=b -DSECOND_DLO=a -DSECOND_DHI=b  the
  *                           first (second) fault, a delete, deletes a
  *                           node in slots a to b (creation order)
+ *   -DFIRST_ELO=a -DFIRST_EHI=b -DSECOND_ELO=a -DSECOND_EHI=b  the
+ *                           first (second) fault, an expiry, ends a
+ *                           session whose last node made is in slots a
+ *                           to b (with FIRST_MADE=1 or 2)
  *   -DSYM12                 every fault contender 0's: contenders 1 and
  *                           2 left to symmetry (contender 1's first node
  *                           is made before contender 2's; README.md)
@@ -87,6 +91,11 @@
     (defined(FIRST_DHI) && !defined(FIRST_DLO)) || (defined(SECOND_DHI) && !defined(SECOND_DLO))
 #error "FIRST_DLO/DHI (SECOND_DLO/DHI) split a delete: they need each other and FIRST_CLASS=3 (SECOND_CLASS=3)"
 #endif
+#if (defined(FIRST_ELO) && (!defined(FIRST_CLASS) || FIRST_CLASS != 1 || !defined(FIRST_EHI) || !defined(FIRST_MADE))) || \
+    (defined(SECOND_ELO) && (!defined(SECOND_CLASS) || SECOND_CLASS != 1 || !defined(SECOND_EHI) || !defined(SECOND_MADE))) || \
+    (defined(FIRST_EHI) && !defined(FIRST_ELO)) || (defined(SECOND_EHI) && !defined(SECOND_ELO))
+#error "FIRST_ELO/EHI (SECOND_ELO/EHI) split an expiry by its last node's slot: they need each other, FIRST_CLASS=1 and FIRST_MADE=1 or 2 (SECOND_)"
+#endif
 #if defined(SYM12) && (defined(RWLOCK) || defined(ELECTION) || defined(FIRST_C0) || NC != 3 || \
     (MAXF > 0 && (!defined(FIRST_WHO) || FIRST_WHO != 0)) || \
     (MAXF > 1 && (!defined(SECOND_WHO) || SECOND_WHO != 0)) || MAXF > 2)
@@ -118,6 +127,10 @@
     (defined(SECOND_MADE) && (SECOND_MADE < 0 || SECOND_MADE > 2))
 #error "FIRST_MADE (SECOND_MADE) is a node count: 0, 1 or 2 (two or more)"
 #endif
+#if (defined(FIRST_ELO) && (FIRST_ELO < 0 || FIRST_EHI < FIRST_ELO || FIRST_EHI >= MAXN || FIRST_MADE == 0)) || \
+    (defined(SECOND_ELO) && (SECOND_ELO < 0 || SECOND_EHI < SECOND_ELO || SECOND_EHI >= MAXN || SECOND_MADE == 0))
+#error "FIRST_ELO..FIRST_EHI (SECOND_) must be a slot range that is not empty, within 0 to MAXN-1, of a session that made a node (MADE 1 or 2)"
+#endif
 
 /* Enumerations: a step's guard must be its first statement (a guard that
  * blocks inside an atomic would leave the process stuck half-way), so
@@ -135,6 +148,14 @@
 #define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #elif MAXN == 14
 #define FOR_N(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#endif
+/* FOR_N with one more argument, passed on (the expiry's slot split) */
+#if MAXN == 9
+#define FOR_N2(X, a) X(0, a) X(1, a) X(2, a) X(3, a) X(4, a) X(5, a) X(6, a) X(7, a) X(8, a)
+#elif MAXN == 12
+#define FOR_N2(X, a) X(0, a) X(1, a) X(2, a) X(3, a) X(4, a) X(5, a) X(6, a) X(7, a) X(8, a) X(9, a) X(10, a) X(11, a)
+#elif MAXN == 14
+#define FOR_N2(X, a) X(0, a) X(1, a) X(2, a) X(3, a) X(4, a) X(5, a) X(6, a) X(7, a) X(8, a) X(9, a) X(10, a) X(11, a) X(12, a) X(13, a)
 #endif
 #if NQ == 3
 #define FOR_Q(X) X(0) X(1) X(2)
@@ -1207,7 +1228,28 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #else
 #define F_MADE2(i) 1
 #endif
-#if defined(FIRST_MADE) || defined(SECOND_MADE)
+/* -DFIRST_ELO=a -DFIRST_EHI=b (and SECOND_): the first (second) fault is
+ * an expiry of a session whose last node made is in slots a to b (none
+ * of its nodes above b, one at a or above; the state keeps each slot's
+ * owner and session, so it records the part) */
+#define SESS_NODE(k, i) ((k) < nnodes && nown[k] == (i) && ngen[k] == sgen[i])
+#ifdef FIRST_ELO
+#define ABOVE_E1(k, i) + ((k) > FIRST_EHI && SESS_NODE(k, i))
+#define FROM_E1(k, i) + ((k) >= FIRST_ELO && SESS_NODE(k, i))
+#define F_ES1(i) (faults != 0 || ((0 FOR_N2(ABOVE_E1, i)) == 0 && (0 FOR_N2(FROM_E1, i)) > 0))
+#else
+#define F_ES1(i) 1
+#endif
+#ifdef SECOND_ELO
+#define ABOVE_E2(k, i) + ((k) > SECOND_EHI && SESS_NODE(k, i))
+#define FROM_E2(k, i) + ((k) >= SECOND_ELO && SESS_NODE(k, i))
+#define F_ES2(i) (faults != 1 || ((0 FOR_N2(ABOVE_E2, i)) == 0 && (0 FOR_N2(FROM_E2, i)) > 0))
+#else
+#define F_ES2(i) 1
+#endif
+#if defined(FIRST_ELO) || defined(SECOND_ELO)
+#define G_C(i) (F_CLASS(1) && F_WHO(i) && F_MADE1(i) && F_MADE2(i) && F_ES1(i) && F_ES2(i))
+#elif defined(FIRST_MADE) || defined(SECOND_MADE)
 #define G_C(i) (F_CLASS(1) && F_WHO(i) && F_MADE1(i) && F_MADE2(i))
 #else
 #define G_C(i) (F_CLASS(1) && F_WHO(i))

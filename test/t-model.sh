@@ -10,8 +10,9 @@
 # counterexample, and the one whose lease waiter does not watch its
 # admission node, which must fail the liveness search, also in a search
 # split with -DSYM12 (contenders 1 and 2 left to symmetry) and with its
-# delete split by slot; and the model
-# must refuse its split switches where they do not hold. model/README.md
+# delete split by slot; the wake-up mutant's expiry split by the slot of
+# the expired session's last node (one part must find it, one must not);
+# and the model must refuse its split switches where they do not hold. model/README.md
 # says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
@@ -48,7 +49,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..17"
+echo "1..18"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -187,14 +188,34 @@ for t in "mutant-adm||semaphore mutant without the admission watch" \
   fi
 done
 
+# ... and the expiry's split by the slot of the expired session's last
+# node (-DFIRST_ELO/-DFIRST_EHI) keeps and drops what it says: without
+# the wake-up check, the expiry of a waiter whose node (slot 1) is the
+# predecessor of another's, while node 0's holder still holds, lets that
+# other hold too; the part with slots 1 to 8 must find it, and the part
+# with slot 0 alone (only the holder's own expiry, which frees the lock)
+# must search to its end without an error
+ex="-DMAXF=1 -DMUTANT_NO_WAKE_CHECK -DFIRST_CLASS=1 -DFIRST_MADE=1"
+n=$((n + 1))
+pan_run mutant-eslot "$ex -DFIRST_ELO=1 -DFIRST_EHI=8" "$safety" "$sargs"
+pan_run mutant-eslot0 "$ex -DFIRST_ELO=0 -DFIRST_EHI=0" "$safety" "$sargs"
+if caught mutant-eslot && clean mutant-eslot0; then
+  echo "ok $n - the mutant's expiry split by slot: the part with slots 1 to 8 gives a counterexample, slot 0 alone none"
+else
+  echo "not ok $n - the mutant's expiry split by slot does not give a counterexample in slots 1 to 8 and none in slot 0 alone"
+  fail_diag mutant-eslot
+  fail_diag mutant-eslot0
+fi
+
 # the split switches are refused where they do not hold: -DSYM12 where
 # contenders 1 and 2 are not alike (a fault of contender 1's or 2's, the
 # read-write lock's roles, the election's resign), -DFIRST_MADE and
 # -DSECOND_MADE on a fault that is not an expiry, -DFIRST_DLO and
 # -DSECOND_DLO on one that is not a delete, or without its -D..._DHI,
 # an empty slot range or one past the model's slots, a node count other
-# than 0, 1 or 2 (each would give a part with no run: "no error" for
-# nothing)
+# than 0, 1 or 2, -DFIRST_ELO and -DSECOND_ELO on a fault that is not an
+# expiry, without its -D..._EHI or its node count, or with a count of 0
+# (each would give a part with no run: "no error" for nothing)
 n=$((n + 1))
 bad=""
 sym='SYM12 needs contenders 1 and 2 alike'
@@ -202,6 +223,8 @@ made='splits an expiry'
 dslot='split a delete'
 drange='must be a slot range that is not empty'
 mrange='is a node count: 0, 1 or 2'
+eslot='split an expiry by its last node'
+erange='of a session that made a node'
 for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DSYM12|$sym" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2 -DSYM12|$sym" "-DRWLOCK -DMAXF=0 -DSYM12|$sym" \
   "-DELECTION -DMAXF=0 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DFIRST_MADE=1|$made" \
@@ -215,7 +238,16 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_DLO=-1 -DFIRST_DHI=3|$drange" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=3 -DSECOND_DLO=4 -DSECOND_DHI=14|$drange" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=1 -DSECOND_MADE=3|$mrange" \
-  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=-1|$mrange"; do
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=-1|$mrange" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=3 -DFIRST_MADE=1 -DFIRST_ELO=0 -DFIRST_EHI=3|$eslot" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=1 -DFIRST_ELO=0|$eslot" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=1 -DFIRST_EHI=3|$eslot" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_ELO=0 -DFIRST_EHI=3|$eslot" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=1 -DSECOND_ELO=0 -DSECOND_EHI=3|$eslot" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=4 -DSECOND_MADE=1 -DSECOND_ELO=0 -DSECOND_EHI=3|$eslot" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=0 -DFIRST_ELO=0 -DFIRST_EHI=3|$erange" \
+  "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=2 -DFIRST_ELO=4 -DFIRST_EHI=3|$erange" \
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=1 -DSECOND_MADE=1 -DSECOND_ELO=1 -DSECOND_EHI=14|$erange"; do
   f=${t%%|*} msg=${t#*|}
   d=$tmp/split-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
   # shellcheck disable=SC2086
@@ -224,7 +256,7 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   fi
 done
 if [ -z "$bad" ]; then
-  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE and the slot splits where they do not hold, and empty or out-of-range parts"
+  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE and the slot splits of a delete and of an expiry where they do not hold, and empty or out-of-range parts"
 else
   echo "not ok $n - the model accepts a split switch where it does not hold:$bad"
 fi
