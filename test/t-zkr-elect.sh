@@ -288,6 +288,9 @@ for mode in keep keep-outage drop; do
     ;;
   keep-outage)
     px_cmd "$px" blackhole
+    # a bound, so that a zkr-elect that missed the loss fails the check
+    # instead of hanging the suite (its COMMAND never ends by itself)
+    wait_for 120 pid_gone $e || { diag "zkr-elect still runs 120 s into the outage: ending it"; kill -TERM $e; }
     wait $e; st=$?
     [ $st -eq 75 ] && grep -q '^TERM' "$f.log"
     ok $? "--keep-on-suspend: an outage past the session timeout: COMMAND gets SIGTERM, exit 75 (got $st)"
@@ -295,6 +298,7 @@ for mode in keep keep-outage drop; do
     ;;
   drop)
     px_cmd "$px" cut-all
+    wait_for 60 pid_gone $e || { diag "zkr-elect still runs 60 s after the cut: ending it"; kill -TERM $e; }
     wait $e; st=$?
     [ $st -eq 75 ] && grep -q '^TERM' "$f.log"
     ok $? "without --keep-on-suspend a cut connection ends the leadership: COMMAND gets SIGTERM, exit 75 (got $st)"

@@ -300,11 +300,18 @@ static int stats_end(const char *outcome, int code) {
 /* ---- taking part ---- */
 
 static atomic_int changed; /* the listener was called */
+/* The listener was told "not leading" since the term began. Leadership
+ * dropped on a suspension comes back by itself on the reconnection (the
+ * node is verified, same session); reading is_leader() alone after a
+ * wake-up misses a drop that is over by then (seen under load), so the
+ * term ends on the drop itself. */
+static atomic_int dropped;
 
 static void on_leading(zkr_election *e, int is_leader, void *ud) {
   (void)e;
-  (void)is_leader;
   (void)ud;
+  if (!is_leader)
+    dropped = 1;
   changed = 1;
   wake();
 }
@@ -319,7 +326,7 @@ struct term {
 /* While COMMAND runs, after each wake-up: 1 when leadership was lost. */
 static int elect_lost(pid_t group, void *ud) {
   struct term *t = ud;
-  if (zkr_election_is_leader(t->e))
+  if (!dropped && zkr_election_is_leader(t->e))
     return 0;
   msg("leadership of %s lost while %s ran (connection or session lost, or "
       "node deleted): sending SIGTERM to its process group %ld",
@@ -409,9 +416,11 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
       leave(e, s);
       return stats_end("error", exit_for(err));
     }
+    dropped = 0; /* the term begins: a drop from here on ends it */
     int64_t token = zkr_election_fencing_token(e);
     char node[2048];
-    if (token == 0 || zkr_election_node(e, node, sizeof node) != ZKR_OK)
+    if (token == 0 || !zkr_election_is_leader(e) ||
+        zkr_election_node(e, node, sizeof node) != ZKR_OK)
       continue; /* lost at once: wait again */
     stats_lead(token, node);
     if (verbose)
@@ -436,7 +445,7 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
     stats_term_end();
     free_env(env);
     int lost = run.lost;
-    if (!lost && !zkr_election_is_leader(e)) {
+    if (!lost && (dropped || !zkr_election_is_leader(e))) {
       lost = 1; /* between COMMAND's end and here */
       msg("leadership of %s was lost while %s ran", path, cmd[0]);
     }
