@@ -1212,11 +1212,9 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 /* -DFIRST_MADE=m, -DSECOND_MADE=m: the first (second) fault is an expiry
  * of a session in which its contender had made m nodes (2: two or more;
  * slots keep owner and session, so the state records it) */
-#define MADE_K0(k) + (k < nnodes && nown[k] == 0 && ngen[k] == sgen[0])
-#define MADE_K1(k) + (k < nnodes && nown[k] == 1 && ngen[k] == sgen[1])
-#define MADE_K2(k) + (k < nnodes && nown[k] == 2 && ngen[k] == sgen[2])
-#define MADE_K3(k) + (k < nnodes && nown[k] == 3 && ngen[k] == sgen[3])
-#define MADE(i) (0 FOR_N(MADE_K##i))
+#define SESS_NODE(k, i) ((k) < nnodes && nown[k] == (i) && ngen[k] == sgen[i])
+#define MADE_K(k, i) + SESS_NODE(k, i)
+#define MADE(i) (0 FOR_N2(MADE_K, i))
 #define MADE_OF(i, m) (((m) >= 2 && MADE(i) >= 2) || ((m) < 2 && MADE(i) == (m)))
 #ifdef FIRST_MADE
 #define F_MADE1(i) (faults != 0 || MADE_OF(i, FIRST_MADE))
@@ -1232,7 +1230,6 @@ inline user_cancel(c) { q = c; q_cancel(q) }
  * an expiry of a session whose last node made is in slots a to b (none
  * of its nodes above b, one at a or above; the state keeps each slot's
  * owner and session, so it records the part) */
-#define SESS_NODE(k, i) ((k) < nnodes && nown[k] == (i) && ngen[k] == sgen[i])
 #ifdef FIRST_ELO
 #define ABOVE_E1(k, i) + ((k) > FIRST_EHI && SESS_NODE(k, i))
 #define FROM_E1(k, i) + ((k) >= FIRST_ELO && SESS_NODE(k, i))
