@@ -51,6 +51,9 @@
  *   -DSYM12                 every fault contender 0's: contenders 1 and
  *                           2 left to symmetry (contender 1's first node
  *                           is made before contender 2's; README.md)
+ *   -DLIVE_PART=k           semaphore, election: the liveness claim's
+ *                           k-th conjunct alone (1 or 2); the two parts
+ *                           together check the whole claim
  *
  * The model is the engine as written, not the textbook recipe: requests go
  * to the server in order over one connection per contender, replies and
@@ -95,6 +98,9 @@
     (defined(SECOND_ELO) && (!defined(SECOND_CLASS) || SECOND_CLASS != 1 || !defined(SECOND_EHI) || !defined(SECOND_MADE))) || \
     (defined(FIRST_EHI) && !defined(FIRST_ELO)) || (defined(SECOND_EHI) && !defined(SECOND_ELO))
 #error "FIRST_ELO/EHI (SECOND_ELO/EHI) split an expiry by its last node's slot: they need each other, FIRST_CLASS=1 and FIRST_MADE=1 or 2 (SECOND_)"
+#endif
+#if defined(LIVE_PART) && (!defined(LIVE) || !(defined(SEMAPHORE) || defined(ELECTION)) || (LIVE_PART != 1 && LIVE_PART != 2))
+#error "LIVE_PART picks one of the two conjuncts of the semaphore's or the election's liveness claim: 1 or 2, with LIVE"
 #endif
 #if defined(SYM12) && (defined(RWLOCK) || defined(ELECTION) || defined(FIRST_C0) || NC != 3 || \
     (MAXF > 0 && (!defined(FIRST_WHO) || FIRST_WHO != 0)) || \
@@ -1644,15 +1650,31 @@ init {
 #define MINE(q) (me[q] != NONE && nex[me[q]])
 #define NOBLK_A(k) && !(nex[k] && npar[k] == npar[me[0]] && k != me[0] && SEQ(k) < SEQ(me[0]) && BLOCKS(0, k))
 #define FREE_A (WAITING(0) && MINE(0) FOR_N(NOBLK_A))
+/* -DLIVE_PART=k (semaphore, election): the claim's k-th conjunct alone.
+ * A run fails the claim when it fails one conjunct, so the two parts
+ * together check it; each stores the states paired with the claim's
+ * initial state and those of its own accepting branch only. */
 #ifdef SEMAPHORE
 #define OTHER_L(k) + (nex[k] && npar[k] == 1 && k != me[1])
 #define FREE_L (WAITING(1) && MINE(1) && (0 FOR_N(OTHER_L)) + 1 <= LIMIT)
+#if defined(LIVE_PART) && LIVE_PART == 1
+ltl live { [] (FREE_A -> <> !WAITING(0)) }
+#elif defined(LIVE_PART)
+ltl live { [] (FREE_L -> <> !WAITING(1)) }
+#else
 ltl live { [] ((FREE_A -> <> !WAITING(0)) && (FREE_L -> <> !WAITING(1))) }
+#endif
 #elif defined(ELECTION)
 /* and a leader whose node is gone (deleted by anyone, or its session's)
  * eventually stops leading: watch_held, verify_held, LOST */
 #define DEPOSED (ph[0] == Q_HELD && me[0] != NONE && !nex[me[0]])
+#if defined(LIVE_PART) && LIVE_PART == 1
+ltl live { [] (FREE_A -> <> !WAITING(0)) }
+#elif defined(LIVE_PART)
+ltl live { [] (DEPOSED -> <> !DEPOSED) }
+#else
 ltl live { [] ((FREE_A -> <> !WAITING(0)) && (DEPOSED -> <> !DEPOSED)) }
+#endif
 #else
 ltl live { [] (FREE_A -> <> !WAITING(0)) }
 #endif

@@ -11,8 +11,9 @@
 # admission node, which must fail the liveness search, also in a search
 # split with -DSYM12 (contenders 1 and 2 left to symmetry) and with its
 # delete split by slot; the wake-up mutant's expiry split by the slot of
-# the expired session's last node (one part must find it, one must not);
-# and the model must refuse its split switches where they do not hold. model/README.md
+# the expired session's last node (one part must find it, one must not),
+# and the liveness claim split in two (-DLIVE_PART: likewise); and the
+# model must refuse its split switches where they do not hold. model/README.md
 # says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
@@ -49,7 +50,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..18"
+echo "1..19"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -188,6 +189,22 @@ for t in "mutant-adm||semaphore mutant without the admission watch" \
   fi
 done
 
+# ... and the claim split in two (-DLIVE_PART): the mutant's lease
+# waiter waits for ever, which fails the claim's second conjunct (the
+# lease waiter's) and not its first (the admission waiter's), so part 2
+# must find the cycle and part 1 must search to its end without one
+n=$((n + 1))
+pan_run mutant-adm-lp2 "$adm -DLIVE_PART=2" "$live" "$largs"
+pan_run mutant-adm-lp1 "$adm -DLIVE_PART=1" "$live" "$largs"
+if grep -q 'acceptance cycle' "$tmp/mutant-adm-lp2/out" && grep -q 'errors: [1-9]' "$tmp/mutant-adm-lp2/out" &&
+  clean mutant-adm-lp1; then
+  echo "ok $n - the same mutant, the claim split in two: part 2 gives a liveness counterexample, part 1 none"
+else
+  echo "not ok $n - the same mutant, the claim split in two: part 2 gives no liveness counterexample, or part 1 one"
+  fail_diag mutant-adm-lp2
+  fail_diag mutant-adm-lp1
+fi
+
 # ... and the expiry's split by the slot of the expired session's last
 # node (-DFIRST_ELO/-DFIRST_EHI) keeps and drops what it says: without
 # the wake-up check, the expiry of a waiter whose node (slot 1) is the
@@ -215,7 +232,9 @@ fi
 # an empty slot range or one past the model's slots, a node count other
 # than 0, 1 or 2, -DFIRST_ELO and -DSECOND_ELO on a fault that is not an
 # expiry, without its -D..._EHI or its node count, or with a count of 0
-# (each would give a part with no run: "no error" for nothing)
+# (each would give a part with no run: "no error" for nothing), and
+# -DLIVE_PART without the liveness claim, on a policy whose claim has one
+# conjunct, or other than 1 or 2
 n=$((n + 1))
 bad=""
 sym='SYM12 needs contenders 1 and 2 alike'
@@ -225,6 +244,7 @@ drange='must be a slot range that is not empty'
 mrange='is a node count: 0, 1 or 2'
 eslot='split an expiry by its last node'
 erange='of a session that made a node'
+lpart='LIVE_PART picks one of the two conjuncts'
 for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DSYM12|$sym" \
   "-DSEMAPHORE -DMAXF=2 -DFIRST_WHO=0 -DSECOND_WHO=2 -DSYM12|$sym" "-DRWLOCK -DMAXF=0 -DSYM12|$sym" \
   "-DELECTION -DMAXF=0 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1 -DFIRST_MADE=1|$made" \
@@ -247,7 +267,10 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=4 -DSECOND_MADE=1 -DSECOND_ELO=0 -DSECOND_EHI=3|$eslot" \
   "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=0 -DFIRST_ELO=0 -DFIRST_EHI=3|$erange" \
   "-DSEMAPHORE -DMAXF=1 -DFIRST_CLASS=1 -DFIRST_MADE=2 -DFIRST_ELO=4 -DFIRST_EHI=3|$erange" \
-  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=1 -DSECOND_MADE=1 -DSECOND_ELO=1 -DSECOND_EHI=14|$erange"; do
+  "-DSEMAPHORE -DMAXF=2 -DFIRST_CLASS=1 -DSECOND_CLASS=1 -DSECOND_MADE=1 -DSECOND_ELO=1 -DSECOND_EHI=14|$erange" \
+  "-DSEMAPHORE -DMAXF=0 -DLIVE_PART=1|$lpart" "-DLIVE -DMAXF=0 -DLIVE_PART=1|$lpart" \
+  "-DRWLOCK -DLIVE -DMAXF=0 -DLIVE_PART=2|$lpart" "-DSEMAPHORE -DLIVE -DMAXF=0 -DLIVE_PART=3|$lpart" \
+  "-DELECTION -DLIVE -DMAXF=0 -DLIVE_PART=0|$lpart"; do
   f=${t%%|*} msg=${t#*|}
   d=$tmp/split-refused && rm -rf "$d" && mkdir -p "$d" && cp "$model" "$d/queue.pml" || exit 99
   # shellcheck disable=SC2086
@@ -256,7 +279,7 @@ for t in "-DSEMAPHORE -DMAXF=1 -DFIRST_WHO=1 -DSYM12|$sym" "-DSEMAPHORE -DMAXF=1
   fi
 done
 if [ -z "$bad" ]; then
-  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE and the slot splits of a delete and of an expiry where they do not hold, and empty or out-of-range parts"
+  echo "ok $n - the model refuses -DSYM12, -DFIRST_MADE, -DSECOND_MADE, the slot splits of a delete and of an expiry and -DLIVE_PART where they do not hold, and empty or out-of-range parts"
 else
   echo "not ok $n - the model accepts a split switch where it does not hold:$bad"
 fi
