@@ -52,7 +52,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..20"
+echo "1..21"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -319,4 +319,46 @@ else
   echo "not ok $n - hash compaction: model/pan-hc's search stores $fx states, the exhaustive one $ex (spin's own: $sp)"
   sed 's/^/# /' "$tmp/hc-build.log" 2>/dev/null | head -n 10
   fail_diag hc-fixed
+fi
+
+# The compact store (model/pan-hc -DCSTORE=MB, model/cstore.c), which
+# the largest liveness searches use: it must find the states the
+# exhaustive search finds, in the same order (the mutex's liveness
+# search: the same transitions, its "stored" the exhaustive search's
+# "visited", which counts both nested searches' visits as the hash
+# compaction's does), and the admission mutant's cycle with the same
+# trail; and a store too small for the search must end it as "out of
+# memory", not pass it.
+n=$((n + 1))
+cs_run() { # cs_run NAME MB "SPIN FLAGS": build with model/pan-hc and run
+  local d=$tmp/$1
+  # shellcheck disable=SC2086
+  if CC=$cc PAN_OPT=-O0 "$srcdir/model/pan-hc" "$d" $3 -- -DNFAIR=3 -DCSTORE=$2 \
+    >"$d.build" 2>&1; then
+    # shellcheck disable=SC2086
+    (cd "$d" && timeout "$limit" ./pan -a -f -m200000 -w10 >out 2>&1)
+  fi
+}
+cs_run cs-live 64 "-DMAXF=$fm -DLIVE" &
+cs_run cs-mutant 64 "$adm" &
+cs_run cs-full 1 "$adm"
+wait
+num() { grep -hE "$2" "$tmp/$1/out" 2>/dev/null | awk '{print $1}' | head -n 1; }
+ex_tr=$(num mutex-live 'transitions') cs_tr=$(num cs-live 'transitions')
+ex_vis=$(grep -hoE '\(([0-9.e+]+) visited\)' "$tmp/mutex-live/out" 2>/dev/null | tr -d '()' | awk '{print $1}')
+[ -n "$ex_vis" ] || ex_vis=$(num mutex-live 'states, stored')
+cs_st=$(num cs-live 'states, stored')
+echo "# compact store: mutex liveness $cs_st states, $cs_tr transitions (exhaustive: $ex_vis visited, $ex_tr transitions)"
+ok_cs=1
+{ clean cs-live && [ -n "$ex_tr" ] && [ "$cs_tr" = "$ex_tr" ] &&
+  [ -n "$cs_st" ] && [ "$(printf '%g' "$cs_st")" = "$(printf '%g' "$ex_vis")" ]; } || ok_cs=0
+{ grep -q 'acceptance cycle' "$tmp/cs-mutant/out" 2>/dev/null &&
+  cmp -s "$tmp/cs-mutant/queue.pml.trail" "$tmp/mutant-adm/queue.pml.trail"; } || ok_cs=0
+{ grep -q 'pan: out of memory (compact store full' "$tmp/cs-full/out" 2>/dev/null &&
+  ! clean cs-full; } || ok_cs=0
+if [ $ok_cs = 1 ]; then
+  echo "ok $n - the compact store (model/pan-hc -DCSTORE) finds the exhaustive search's states and the mutant's cycle with the same trail, and ends as out of memory when full"
+else
+  echo "not ok $n - the compact store: $cs_st states, $cs_tr transitions against the exhaustive $ex_vis and $ex_tr, or the mutant's cycle or trail differs, or a full store did not stop the search"
+  for x in cs-live cs-mutant cs-full; do sed 's/^/# /' "$tmp/$x.build" 2>/dev/null | head -n 5; fail_diag $x; done
 fi
