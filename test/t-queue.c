@@ -180,7 +180,9 @@ static void test_two_leases(void) {
   is(zkr__queue_start(q[3], -1, NULL, NULL), ZKR_OK, "fourth waits");
   ok(zkt_wait_for(ahead_is, &a3, 10000), "three ahead of the fourth");
   is(zkr__queue_state(q[2]), ZKR__Q_ACQUIRING, "third is waiting");
-  ok(zkt_watch_count() >= want_watches + 2,
+  /* a waiter's watch may be set by a request after the listing that
+   * gave it its place (seen under ThreadSanitizer on a loaded machine) */
+  ok(zkt_watch_count_reaches(want_watches + 2, 10000),
      "the waiters wait on child watches (zk_watch_count)");
   is(zkr__queue_release(q[0]), ZKR_OK, "first lease released");
   ok(zkt_wait_for(q_held, q[2], 10000), "the third holds");

@@ -348,6 +348,15 @@ int zkt_watch_count_becomes(int64_t want, int64_t timeout_ms) {
   return zkt_wait_for(watch_count_is, &w, timeout_ms);
 }
 
+static int watch_count_reached(void *arg) {
+  return zkt_watch_count() >= ((struct wcw *)arg)->want;
+}
+
+int zkt_watch_count_reaches(int64_t least, int64_t timeout_ms) {
+  struct wcw w = {least};
+  return zkt_wait_for(watch_count_reached, &w, timeout_ms);
+}
+
 int zkt_watches_become(zkr_session *s, const char *path, int want,
                        int64_t timeout_ms) {
   int64_t end = zkt_now_ms() + timeout_ms;
