@@ -15,7 +15,9 @@
 # and the liveness claim split in two (-DLIVE_PART: likewise); and the
 # model must refuse its split switches where they do not hold; last, that
 # hash compaction as model/pan-hc builds it (the by-hand searches) stores
-# every state of a small exhaustive search. model/README.md says what is
+# every state of a small exhaustive search, and that its compact store
+# (-DCSTORE) finds an exhaustive liveness search's states and a mutant's
+# trail and stops a search when full. model/README.md says what is
 # modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
