@@ -37,6 +37,21 @@ struct H_el {
 #define CS_W	20
 static uchar *cs_tab;
 static ulong cs_slots, cs_used, cs_max;
+#ifndef NOFAIR
+/* the fairness mark of the current count: its byte in the 16 (after
+ * _a_t's) and its bit, as spin's h_store computes them */
+static void
+cs_fair_mark(uint *ci, uint *bit)
+{	uint c = now._cnt[now._a_t&1] / 8;
+	uint b = now._cnt[now._a_t&1] - 8*c;
+	if (now._a_t&1)
+	{	c = (NFAIR - 1) - c;
+		b = 7 - b;
+	}
+	*ci = c + 1;
+	*bit = 1 << b;
+}
+#endif
 static void
 cs_init(void)
 {	cs_slots = (ulong) (((double) CSTORE * 1048576.) / CS_W);
@@ -87,15 +102,8 @@ h_store(char *vin, int nin)
 			}
 #ifndef NOFAIR
 			if (S_A > NFAIR)
-			{	uint ci, bp; /* as in spin's h_store */
-				ci = (now._cnt[now._a_t&1] / 8);
-				bp = (now._cnt[now._a_t&1] - 8*ci);
-				if (now._a_t&1)
-				{	ci = (NFAIR - 1) - ci;
-					bp = 7 - bp;
-				}
-				ci++;
-				bp = 1 << bp;
+			{	uint ci, bp;
+				cs_fair_mark(&ci, &bp);
 				if ((st[ci] & bp) == 0)
 				{	if (!wasnew)
 					{	wasnew = 1;
@@ -141,14 +149,9 @@ h_store(char *vin, int nin)
 	v[0] = V_A;
 #ifndef NOFAIR
 	if (S_A > NFAIR)
-	{	uint ci, bp; /* as above */
-		ci = (now._cnt[now._a_t&1] / 8);
-		bp = (now._cnt[now._a_t&1] - 8*ci);
-		if (now._a_t&1)
-		{	ci = (NFAIR - 1) - ci;
-			bp = 7 - bp;
-		}
-		v[1+ci] = 1 << bp;
+	{	uint ci, bp;
+		cs_fair_mark(&ci, &bp);
+		v[ci] = bp;
 	}
 #endif
 	memcpy(st, v, n);

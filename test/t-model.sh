@@ -348,8 +348,8 @@ wait
 num() { grep -hE "$2" "$tmp/$1/out" 2>/dev/null | awk '{print $1}' | head -n 1; }
 ex_tr=$(num mutex-live 'transitions') cs_tr=$(num cs-live 'transitions')
 ex_vis=$(grep -hoE '\(([0-9.e+]+) visited\)' "$tmp/mutex-live/out" 2>/dev/null | tr -d '()' | awk '{print $1}')
-[ -n "$ex_vis" ] || ex_vis=$(num mutex-live 'states, stored')
-cs_st=$(num cs-live 'states, stored')
+[ -n "$ex_vis" ] || ex_vis=$(stored mutex-live)
+cs_st=$(stored cs-live)
 echo "# compact store: mutex liveness $cs_st states, $cs_tr transitions (exhaustive: $ex_vis visited, $ex_tr transitions)"
 ok_cs=1
 { clean cs-live && [ -n "$ex_tr" ] && [ "$cs_tr" = "$ex_tr" ] &&
