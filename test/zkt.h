@@ -56,8 +56,8 @@ int zkt_settled_children(zkr_session *owner, zkr_session *reader,
  * watches; wchc and wchs list data watches only); wait until it is @want. */
 int64_t zkt_watch_count(void);
 int zkt_watch_count_becomes(int64_t want, int64_t timeout_ms);
-/* Wait until that count is at least @least (a watch set by a request
- * still on its way when the caller looks). */
+/* Wait until that count is at least @least (a fired watch is set again
+ * by a request that may still be on its way when the caller looks). */
 int zkt_watch_count_reaches(int64_t least, int64_t timeout_ms);
 /* Wait until session @s holds @want data watches on server 1 (from wchc),
  * the one on @path if @want is 1 and @path is not NULL. */
