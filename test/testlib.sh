@@ -158,11 +158,40 @@ zk.stop()
 sys.exit(0 if n == want else 1)
 PY
 }
+# The write in flight. lockworker stamps each TOUCH line with the time
+# taken right before its check that it still holds, then writes it. A
+# pause (SIGSTOP, or a plain delay) can fall between the check and the
+# write; the line then lands after the next holder's ACQ line, with a
+# time before it. No check can close that window (a fencing token or a
+# guarded write does), so the tests allow that one line and nothing
+# else: a check that passed once the next holder was in would carry a
+# later time.
+#
+# touched_in_time LOG OLD NEW: every TOUCH line of OLD in LOG has a time
+# (its last field) earlier than NEW's ACQ time (the ACQ line's fifth
+# field), and at most one follows NEW's ACQ line. Prints how many follow
+# it; false if NEW has no ACQ line or the rule is broken.
+touched_in_time() {
+  awk -v old="$2" -v new="$3" '
+	$1 == "ACQ" && $2 == new && !seen { seen = 1; acq = $5 + 0; next }
+	$1 == "TOUCH" && $2 == old { t[++n] = $NF + 0; after[n] = seen }
+	END {
+		if (!seen) exit 1
+		for (i = 1; i <= n; i++) {
+			if (t[i] >= acq) exit 1
+			late += after[i]
+		}
+		print late
+		exit late > 1
+	}' "$1"
+}
 # journal_verdict FILE: check an election journal of lockworker's latch and
 # selector lines ("ACQ pid seq token t", "TOUCH pid token t", ...): the
 # leaders' terms never overlap, only the current leader writes, with its
-# token, tokens grow, nobody leads twice. Prints "ok N PIDS" or
-# "bad REASON".
+# token, tokens grow, nobody leads twice. A write of the previous leader
+# after the new one's ACQ line is the write in flight (above) if its time
+# is before that ACQ and it is the only one; any other is an overlap.
+# Prints "ok N PIDS" or "bad REASON".
 journal_verdict() {
   awk '
 	function bad(why) { print "bad " why " (line " NR ": " $0 ")"; failed = 1; exit }
@@ -170,7 +199,12 @@ journal_verdict() {
 		if (n && $4 + 0 <= tok + 0) bad("token " $4 " not above " tok)
 		if (n && $5 + 0 < last + 0) bad("ACQ at " $5 " before the last write of the previous leader at " last)
 		if ($2 in led) bad("a leader led twice")
-		cur = $2; tok = $4; last = $5; led[$2] = 1; order = order " " $2; n++
+		prev = cur; ptok = tok; late = 0
+		cur = $2; tok = $4; last = $5; acq = $5; led[$2] = 1; order = order " " $2; n++
+		next
+	}
+	$1 == "TOUCH" && n > 1 && $2 == prev && $3 == ptok && $4 + 0 < acq + 0 && !late {
+		late = 1 # the write in flight
 		next
 	}
 	$1 == "TOUCH" {
