@@ -62,7 +62,8 @@
  *                         For both, "SESSION <id in hex>" is printed first.
  *     --end resign|free   accepted for lockworker's sake (see latch)
  *     --release-file FILE (latch, selector) end each term only once FILE
- *                         exists as well, as lockworker does
+ *                         exists as well, as lockworker does; (mutex,
+ *                         read, write, mixed) the same for each hold
  *     --wait-file FILE    (not in lockworker) connect first, print "READY"
  *                         on stdout, then wait until FILE exists before the
  *                         first acquire: the test starts the JVM early and
@@ -672,6 +673,8 @@ public final class CuratorLock {
         }
       }
       Thread.sleep(holdMs);
+      while (releaseFile != null && !Files.exists(Paths.get(releaseFile)))
+        Thread.sleep(10); // the test releases on cue
       if (holder != null)
         Files.deleteIfExists(reading ? mine : holder);
       append(logf, "REL " + pid() + " " + seqOf(node) + " " + token + " "

@@ -72,7 +72,9 @@
  *                         new one)
  *     --release-file FILE (latch, selector) end each term only once FILE
  *                         exists as well (the test hands leadership on,
- *                         on cue)
+ *                         on cue); (mutex, read, write, mixed) the same
+ *                         for each hold: release after --hold-ms and
+ *                         once FILE exists
  *     --suspend drop|keep the election's ZKR_ELECTION_SUSPEND_* (default
  *                         drop)
  * Exit: 0 done, 1 acquire failed, 3 overlap seen, 75 lock lost, 64 usage.
@@ -713,6 +715,8 @@ int main(int argc, char **argv) {
       }
     }
     usleep((useconds_t)hold_ms * 1000);
+    while (release && access(release, F_OK) != 0)
+      usleep(10000); /* the test releases on cue */
     if (res)
       unlink(reading ? mine : holder);
     snprintf(line, sizeof line, "REL %ld %d %lld %lld %c\n", (long)getpid(),

@@ -371,7 +371,8 @@ log=$d/zc.log
 cur --path "$L" --log "$log" --wait-file "$d/go.zc" >"$d/zc-c.out" 2>"$d/zc-c.err" &
 zc_c=$!
 pids+=("$zc_c")
-zkr --path "$L" --log "$log" --hold-ms 5000 >"$d/zc-z.out" 2>"$d/zc-z.err" &
+# the holder releases on cue (no hold time to outlast a slow JVM)
+zkr --path "$L" --log "$log" --hold-ms 0 --release-file "$d/rel.zc" >"$d/zc-z.out" 2>"$d/zc-z.err" &
 zc_z=$!
 pids+=("$zc_z")
 node=
@@ -379,9 +380,10 @@ if wait_line "$log" '^ACQ' 10; then
 	node=$(kz names "$L" | head -n 1)
 	touch "$d/go.zc"
 fi
-[ -n "$node" ] && [ "$(kz wait-count "$L" 2 10)" = 2 ] && watched "$L/$node" 5 &&
+[ -n "$node" ] && [ "$(kz wait-count "$L" 2 10)" = 2 ] && watched "$L/$node" 10 &&
 	! grep -q '^REL' "$log"
 ok $? "a Curator waiter queues behind a zkr holder, with a data watch on the holder's node"
+touch "$d/rel.zc"
 
 finish "$zc_z" 10
 rz=$?
@@ -398,7 +400,7 @@ ok $? "zkr's release wakes the Curator waiter, which acquires ${lag:-?} ms after
 # ------------------------------------------- a Curator release wakes zkr
 L=/interop/curator-wakes-zkr
 log=$d/cz.log
-cur --path "$L" --log "$log" --hold-ms 5000 >"$d/cz-c.out" 2>"$d/cz-c.err" &
+cur --path "$L" --log "$log" --hold-ms 0 --release-file "$d/rel.cz" >"$d/cz-c.out" 2>"$d/cz-c.err" &
 cz_c=$!
 pids+=("$cz_c")
 cz_z=
@@ -408,9 +410,10 @@ if wait_line "$log" '^ACQ' 15; then
 	cz_z=$!
 	pids+=("$cz_z")
 fi
-[ -n "$cz_z" ] && [ "$(kz wait-count "$L" 2 5)" = 2 ] && watched "$L/$node" 5 &&
+[ -n "$cz_z" ] && [ "$(kz wait-count "$L" 2 10)" = 2 ] && watched "$L/$node" 10 &&
 	! grep -q '^REL' "$log"
 ok $? "a zkr waiter queues behind a Curator holder, watching the holder's node"
+touch "$d/rel.cz"
 
 finish "$cz_c" 10
 rc=$?
