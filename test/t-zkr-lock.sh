@@ -359,11 +359,16 @@ ign=$(awk '{print $2}' "$tmp/ig.out")
 ok $? "signals ignored by the caller (HUP, INT) are ignored in the command too (SigIgn $ign)"
 
 # --- in the foreground of a terminal, ^C reaches the command ---
+# (SIGINT back to its default first: a suite started as a background job
+# of a script has it ignored, zkr-lock keeps it so, and a shell cannot
+# trap a signal ignored at its start. Never wait for ever: on a miss,
+# zkr-lock is killed, and with it the command.)
 /usr/bin/python3 - "$zl" "$root/tty" >"$tmp/tty.out" 2>&1 <<'PY'
-import os, pty, sys, time, select
+import os, pty, signal, sys, time, select
 zl, path = sys.argv[1], sys.argv[2]
 pid, fd = pty.fork()
 if pid == 0:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.execv(zl, [zl, path, "--", "sh", "-c",
                   "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.1; done"])
 buf = b""
@@ -381,7 +386,17 @@ def read_until(word, secs):
 ok = read_until(b"ready", 20)
 os.write(fd, b"\x03")
 ok = ok and read_until(b"got-int", 10)
-_, st = os.waitpid(pid, 0)
+end = time.time() + 10
+while True:
+    done, st = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.time() > end:
+        ok = False
+        os.kill(pid, signal.SIGKILL)
+        _, st = os.waitpid(pid, 0)
+        break
+    time.sleep(0.05)
 print("ready-and-int" if ok else "no", os.WEXITSTATUS(st) if os.WIFEXITED(st) else -1)
 PY
 grep -q "ready-and-int 3" "$tmp/tty.out"
