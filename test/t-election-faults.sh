@@ -4,10 +4,10 @@
 # (lockworker --recipe latch --hold-forever), each through a test/zkproxy
 # of its own, write one journal: "ACQ pid seq token t_ms L" when they start
 # to lead, "TOUCH pid token t_ms" every 10 ms while they lead (each right
-# after a check that they still lead, timed right before it), "LOST pid token t_ms" when they find
-# they do not (then they exit 75; a new participant takes the place of
-# each one that goes, so five stay live). The leader of the moment is hit
-# by, in turn:
+# after a check that they still lead, timed right before it), "LOST pid
+# token t_ms" when they find they do not (then they exit 75; a new
+# participant takes the place of each one that goes, so five stay live).
+# The leader of the moment is hit by, in turn:
 #   SIGKILL;
 #   SIGSTOP past its session timeout, then SIGCONT (it must not write as
 #     leader after it resumes);
@@ -142,8 +142,7 @@ finish "$L" 5 >/dev/null
 # ---- SIGSTOP past the session timeout, then SIGCONT
 L=$(leader) nb=$(acqs) t_fault=$SECONDS
 kill -STOP "$L"
-stopped() { [ "$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null)" = T ]; }
-wait_for 5 stopped "$L"
+wait_for 5 is_stopped "$L"
 t_stop=$(touches_of "$L")
 after_fault "$L" "$nb" "leader SIGSTOPped past its session timeout"
 N=$(leader)

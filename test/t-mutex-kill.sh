@@ -49,8 +49,7 @@ sleep 0.5
 kill -STOP $h2
 stopped=$(now_ms)
 # stopped for sure (state T) before its writes are counted
-is_stopped() { [ "$(awk '{ sub(/.*\) /, ""); print $1 }' /proc/$h2/stat 2>/dev/null)" = T ]; }
-wait_for 5 is_stopped
+wait_for 5 is_stopped $h2
 touches=$(grep -c "^TOUCH $h2 " "$tmp/b.log")
 wait_for 30 grep -q "^ACQ $w2 " "$tmp/b.log"
 ok $? "holder SIGSTOPped: the waiter acquires once the session expires ($(( $(now_ms) - stopped )) ms)"

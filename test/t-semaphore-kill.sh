@@ -103,8 +103,7 @@ wait_for 20 count_is "$B/leases" 3 && ! acq_of "$tmp/b.log" $w2
 ok $? "a third contender waits for a lease"
 kill -STOP $h2
 # stopped for sure (state T) before its writes are counted
-stopped() { [ "$(awk '{ sub(/.*\) /, ""); print $1 }' /proc/$h2/stat 2>/dev/null)" = T ]; }
-wait_for 5 stopped
+wait_for 5 is_stopped $h2
 touches=$(grep -c "^TOUCH $h2 " "$tmp/b.log")
 wait_for 30 acq_of "$tmp/b.log" $w2
 ok $? "holder SIGSTOPped: the waiter gets a lease once the stopped holder's session expires"

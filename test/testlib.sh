@@ -120,6 +120,13 @@ pid_gone() {
   s=${s##*) }
   [ "${s%% *}" = Z ]
 }
+# is_stopped PID: the process is stopped (state T), e.g. by SIGSTOP
+is_stopped() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  s=${s##*) }
+  [ "${s%% *}" = T ]
+}
 # children PATH...: total number of children of the given paths, once none
 # is left or after 20 s (nodes of sessions that died go at their expiry)
 children() {
