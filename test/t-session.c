@@ -144,11 +144,17 @@ static void test_wrong_server(void) {
 
 static void test_restart(const char *hosts) {
   zkr_session *s = NULL;
-  /* A 40 s session, declared lost after 36 s disconnected: a JVM that
-   * restarts slowly on a loaded machine still comes back well inside it,
-   * so the check is of the reconnection, not of the machine's speed. */
+  /* A 40 s session that zkr does not declare lost while the server is
+   * away (fraction 2: the server decides). A connection made while the
+   * standalone server starts (port bound, database not loaded yet) gets
+   * no reply and is never closed: ZooKeeper 3.8.0's close fails there
+   * (ZOOKEEPER-5051), and the C client waits 2/3 of the timeout (26.7 s)
+   * before it tries again. Seen here when a loaded machine made that
+   * window seconds long. So the wait below is one whole timeout: the
+   * check is of the reconnection to the same session, not of how fast
+   * the server comes back. */
   zkr_session_opts *o = opts_with(40000, 5000);
-  zkr_session_opts_set_lost_fraction(o, 0.9);
+  zkr_session_opts_set_lost_fraction(o, 2);
   is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (40 s session)");
   zkr_session_opts_free(o);
   if (!s)
@@ -162,7 +168,7 @@ static void test_restart(const char *hosts) {
   int64_t back = zkt_now_ms() - t0;
   ok(out != NULL, "server restarted");
   free(out);
-  ok(zkt_rec_wait_n(&r, 2, 15000), "two events within 15 s");
+  ok(zkt_rec_wait_n(&r, 2, 40000), "two events within 40 s");
   char seq[256];
   zkt_rec_str(&r, seq, sizeof seq);
   /* The timings, so that a failure says whether the restart was slow. */
@@ -355,10 +361,11 @@ static void test_refs_outlive_close(const char *hosts) {
 
 static void test_retry(const char *hosts, const char *root) {
   zkr_session *s = NULL;
-  /* 40 s, as in test_restart: the session outlives a slow restart, so
-   * only the create's own 20 s deadline bounds the wait for the server */
+  /* As in test_restart: the session outlives a slow restart and a
+   * connection left hanging by the starting server (26.7 s), so only the
+   * create's own 60 s deadline bounds the wait for the server */
   zkr_session_opts *o = opts_with(40000, 5000);
-  zkr_session_opts_set_lost_fraction(o, 0.9);
+  zkr_session_opts_set_lost_fraction(o, 2);
   is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (40 s session)");
   zkr_session_opts_free(o);
   if (!s)
@@ -383,7 +390,7 @@ static void test_retry(const char *hosts, const char *root) {
   }
   char path[512];
   snprintf(path, sizeof path, "%s/retry", root);
-  rc = zkr__zk_create(s, path, "", 0, 0, zkr__deadline(20000), NULL);
+  rc = zkr__zk_create(s, path, "", 0, 0, zkr__deadline(60000), NULL);
   is(rc, ZKR_OK,
      "an operation started while the server was down "
      "succeeds once it is back");
