@@ -145,15 +145,15 @@ int zkt_watches_of(int id, int64_t sid, char *first, size_t len) {
   return n;
 }
 
-/* Wait up to @ms for @s to be off session @sid (lost, or a new one). */
-static int left_session(zkr_session *s, int64_t sid, int ms) {
-  int64_t end = zkt_now_ms() + ms;
-  while (zkt_now_ms() < end) {
-    if (zkr_session_id(s) != sid)
-      return 1;
-    usleep(10000);
-  }
-  return zkr_session_id(s) != sid;
+/* For zkt_wait_for(): @arg's session is off the id it had (lost, or a
+ * new session). */
+struct off_session {
+  zkr_session *s;
+  int64_t sid;
+};
+static int off_session(void *arg) {
+  struct off_session *o = arg;
+  return zkr_session_id(o->s) != o->sid;
 }
 
 /* Expire @s's ZooKeeper session the standard way: a second handle with
@@ -169,6 +169,7 @@ int zkt_expire(const char *hosts, zkr_session *s) {
     return -1;
   clientid_t cid = *zoo_client_id(zh);
   zkr__session_put_zh(s);
+  struct off_session off = {s, cid.client_id};
   for (int attempt = 0; attempt < 5; attempt++) {
     zhandle_t *other =
         zookeeper_init2(hosts, NULL, 10000, &cid, NULL, 0, zkr__zk_log_cb);
@@ -189,10 +190,10 @@ int zkt_expire(const char *hosts, zkr_session *s) {
                (unsigned long long)cid.client_id);
       return -1;
     }
-    if (left_session(s, cid.client_id, 5000))
+    if (zkt_wait_for(off_session, &off, 5000))
       return 0;
   }
-  if (left_session(s, cid.client_id, 30000))
+  if (zkt_wait_for(off_session, &off, 30000))
     return 0;
   tap_diag("zkt_expire: session 0x%llx is still the client's",
            (unsigned long long)cid.client_id);
