@@ -1,24 +1,26 @@
 #!/bin/bash
 # t-model.sh - check model/queue.pml (the queue engine's Promela model)
-# with spin: for each configuration (mutex, rwlock, semaphore, election) an
-# exhaustive safety search (assertions: mutual exclusion by the policy,
-# guarded writes, no grant after a cancel) and the liveness search (a
-# waiter whose blockers are gone stops waiting, under weak fairness); then
-# the semaphore's lease side with the admission left out (the reduction
-# its two-fault search uses); then the mutants that take a watch event as
-# the grant and that let one lease too many hold, which must each give a
-# counterexample, and the one whose lease waiter does not watch its
-# admission node, which must fail the liveness search, also in a search
-# split with -DSYM12 (contenders 1 and 2 left to symmetry) and with its
-# delete split by slot; the wake-up mutant's expiry split by the slot of
-# the expired session's last node (one part must find it, one must not),
-# and the liveness claim split in two (-DLIVE_PART: likewise); and the
-# model must refuse its split switches where they do not hold; last, that
-# hash compaction as model/pan-hc builds it (the by-hand searches) stores
-# every state of a small exhaustive search, and that its compact store
-# (-DCSTORE) finds an exhaustive liveness search's states and a mutant's
-# trail and stops a search when full. model/README.md says what is
-# modelled and the bounds.
+# with spin: for each configuration (mutex, rwlock, semaphore, election)
+# an exhaustive safety search (assertions: mutual exclusion by the
+# policy, guarded writes, no grant after a cancel) and the liveness
+# search (a waiter whose blockers are gone stops waiting, under weak
+# fairness); then the semaphore's lease side with the admission left out
+# (the reduction its two-fault search uses); then the mutants that take
+# a watch event as the grant and that let one lease too many hold, which
+# must each give a counterexample, and the one whose lease waiter does
+# not watch its admission node, which must fail the liveness search,
+# also in a search split with -DSYM12 (contenders 1 and 2 left to
+# symmetry) and with its delete split by slot; the wake-up mutant's
+# expiry split by the slot of the expired session's last node (one part
+# must find it, one must not), and the liveness claim split in two
+# (-DLIVE_PART: likewise); and the model must refuse its split switches
+# where they do not hold; last, that hash compaction as model/pan-hc
+# builds it (the by-hand searches) stores every state of a small
+# exhaustive search, and that its compact store (-DCSTORE) finds an
+# exhaustive liveness search's states and a mutant's trail and stops a
+# search when full, and that its canonical form (-DCANON) stores exactly
+# the forms of a plain search's states and still finds the mutants.
+# model/README.md says what is modelled and the bounds.
 #
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
 # ZKR_TEST_TIMEOUT_MULTIPLIER > 1; also the election's run without a
@@ -54,7 +56,7 @@ fo=${ZKR_MODEL_FAULTS:-0}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..21"
+echo "1..22"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -363,4 +365,43 @@ if [ $ok_cs = 1 ]; then
 else
   echo "not ok $n - the compact store: $cs_st states, $cs_tr transitions against the exhaustive $ex_vis and $ex_tr, or the mutant's cycle or trail differs, or a full store did not stop the search"
   for x in cs-live cs-mutant cs-full; do sed 's/^/# /' "$tmp/$x.build" 2>/dev/null | head -n 5; fail_diag $x; done
+fi
+
+# The canonical form (model/pan-hc -DCANON, model/cstore.c), which the
+# largest liveness searches use: a search that stores each state by its
+# form (the slots nobody refers to taken out, the rest and the counters
+# renumbered in their order) must store exactly as many states as a plain
+# search of the same model has forms (-DCANON_COUNT counts them beside
+# it), and fewer than that plain search stores, with no error in either;
+# it must still find the admission mutant's cycle, and the wake-up
+# mutant's broken assertion (a liveness search checks the asserts too).
+n=$((n + 1))
+cn_run() { # cn_run NAME "SPIN FLAGS" CC-FLAG: build with model/pan-hc and run
+  local d=$tmp/$1
+  # shellcheck disable=SC2086
+  if CC=$cc PAN_OPT=-O0 "$srcdir/model/pan-hc" "$d" $2 -- -DNFAIR=3 -DCSTORE=64 $3 \
+    >"$d.build" 2>&1; then
+    (cd "$d" && timeout "$limit" ./pan -a -f -m200000 -w10 >out 2>&1)
+  fi
+}
+cn_run cn-count "-DMAXF=$fm -DLIVE" -DCANON_COUNT=64 &
+cn_run cn-live "-DMAXF=$fm -DLIVE" -DCANON
+wait
+cn_run cn-mutant "$adm" -DCANON &
+cn_run cn-wake "-DMAXF=1 -DLIVE -DMUTANT_NO_WAKE_CHECK" -DCANON
+wait
+cn_plain=$(stored cn-count) cn_st=$(stored cn-live)
+cn_forms=$(grep -hE 'pan: -DCANON_COUNT: [0-9]+ canonical forms' "$tmp/cn-count/out" 2>/dev/null | awk '{print $3}' | head -n 1)
+echo "# canonical form: mutex liveness ($fm fault(s)) $cn_st states stored by their form; the plain search $cn_plain states, $cn_forms forms"
+ok_cn=1
+{ clean cn-count && clean cn-live && [ -n "$cn_st" ] && [ "$cn_st" = "$cn_forms" ] &&
+  [ -n "$cn_plain" ] && [ "$cn_st" -lt "$cn_plain" ]; } || ok_cn=0
+{ grep -q 'acceptance cycle' "$tmp/cn-mutant/out" 2>/dev/null &&
+  grep -q 'errors: [1-9]' "$tmp/cn-mutant/out"; } || ok_cn=0
+caught cn-wake || ok_cn=0
+if [ $ok_cn = 1 ]; then
+  echo "ok $n - the canonical form (model/pan-hc -DCANON) stores exactly the forms of the plain search's states, fewer than it stores, and finds the admission mutant's cycle and the wake-up mutant's broken assertion"
+else
+  echo "not ok $n - the canonical form: $cn_st states stored by their form against $cn_forms forms of the plain search's $cn_plain states, or a mutant not caught"
+  for x in cn-count cn-live cn-mutant cn-wake; do sed 's/^/# /' "$tmp/$x.build" 2>/dev/null | head -n 5; fail_diag $x; done
 fi
