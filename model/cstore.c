@@ -147,6 +147,7 @@ cs_init(void)
 #define CN_NQ ((int) sizeof(now.me))
 #define CN_NC ((int) sizeof(now.rq))
 #define CN_QPC (CN_NQ / CN_NC)	/* queues per contender, q = c * CN_QPC + parent */
+#define CN_QMAX 32	/* room for the messages of one channel */
 static State cn_s;
 static void
 cn_bad(const char *what, int v)
@@ -166,12 +167,6 @@ cn_ref(uchar *keep, int n, int v)
 	if (v >= n)
 		cn_bad("slot", v);
 	keep[v] = 1;
-}
-static void
-cn_map(uchar *map, int n, uchar *v)
-{	if (*v != CN_NONE)
-		*v = map[*v];
-	(void) n;
 }
 static short
 cn_mask(uchar *map, int n, short m)
@@ -199,46 +194,52 @@ cn_ib_slot(int typ)
 static int
 cn_slots(void)
 {	uchar keep[CN_MAXN], map[CN_MAXN];
+	uchar *ref[4 * CN_NQ + 2 * CN_NC * CN_QMAX];	/* every field naming a slot */
+	uchar *msk[CN_NC * CN_QMAX];			/* every children mask */
 	uchar *z, *e;
-	int n, k, j, q, c, i, f;
+	int n, k, j, q, c, i, f, nr = 0, nm = 0;
 	short m;
 	n = cn_s.nnodes;
 	if (n == 0)
 		return 0;	/* (no node yet: before init has set the queues) */
 	if (n > CN_MAXN)
 		cn_bad("nnodes", n);
-	for (k = 0; k < n; k++)
-		keep[k] = cn_s.nex[k] || cn_s.nbg[k] || cn_s.ndw[k];
 	for (q = 0; q < CN_NQ; q++)
-	{	cn_ref(keep, n, cn_s.me[q]);
-		cn_ref(keep, n, cn_s.p1[q]);
-		cn_ref(keep, n, cn_s.p2[q]);
-		cn_ref(keep, n, cn_s.wn[q]);
+	{	ref[nr++] = &cn_s.me[q];
+		ref[nr++] = &cn_s.p1[q];
+		ref[nr++] = &cn_s.p2[q];
+		ref[nr++] = &cn_s.wn[q];
 	}
 	for (c = 0; c < CN_NC; c++)
 	{	z = cn_chan(cn_s.rq[c]);
-		if (q_flds[z[1]] != 6)
+		if (q_flds[z[1]] != 6 || z[0] > CN_QMAX)
 			cn_bad("request fields", q_flds[z[1]]);
 		for (i = 0; i < z[0]; i++)
 		{	e = z + 2 + CN_RQ_W * i;
 			if ((f = cn_rq_slot(e[0])) >= 0)
-				cn_ref(keep, n, e[f]);
+				ref[nr++] = &e[f];
 		}
 		z = cn_chan(cn_s.ib[c]);
-		if (q_flds[z[1]] != 7)
+		if (q_flds[z[1]] != 7 || z[0] > CN_QMAX)
 			cn_bad("reply fields", q_flds[z[1]]);
 		for (i = 0; i < z[0]; i++)
 		{	e = z + 2 + CN_IB_W * i;
 			if ((f = cn_ib_slot(e[0])) >= 0)
-				cn_ref(keep, n, e[f]);
+				ref[nr++] = &e[f];
 			else if (e[0] == CN_M_LIST)
-			{	memcpy(&m, e + 6, sizeof m);
-				if (m < 0 || (m >> n) != 0)
-					cn_bad("children mask", m);
-				for (k = 0; k < n; k++)
-					if (m & (1 << k))
-						keep[k] = 1;
-		}	}
+				msk[nm++] = e + 6;
+	}	}
+	for (k = 0; k < n; k++)
+		keep[k] = cn_s.nex[k] || cn_s.nbg[k] || cn_s.ndw[k];
+	for (i = 0; i < nr; i++)
+		cn_ref(keep, n, *ref[i]);
+	for (i = 0; i < nm; i++)
+	{	memcpy(&m, msk[i], sizeof m);
+		if (m < 0 || (m >> n) != 0)
+			cn_bad("children mask", m);
+		for (k = 0; k < n; k++)
+			if (m & (1 << k))
+				keep[k] = 1;
 	}
 	for (k = 0, j = 0; k < n; k++)
 		map[k] = keep[k] ? (uchar) j++ : (uchar) CN_NONE;
@@ -262,29 +263,13 @@ cn_slots(void)
 #endif
 	}
 	cn_s.nnodes = (uchar) j;
-	for (q = 0; q < CN_NQ; q++)
-	{	cn_map(map, n, &cn_s.me[q]);
-		cn_map(map, n, &cn_s.p1[q]);
-		cn_map(map, n, &cn_s.p2[q]);
-		cn_map(map, n, &cn_s.wn[q]);
-	}
-	for (c = 0; c < CN_NC; c++)
-	{	z = cn_chan(cn_s.rq[c]);
-		for (i = 0; i < z[0]; i++)
-		{	e = z + 2 + CN_RQ_W * i;
-			if ((f = cn_rq_slot(e[0])) >= 0)
-				cn_map(map, n, &e[f]);
-		}
-		z = cn_chan(cn_s.ib[c]);
-		for (i = 0; i < z[0]; i++)
-		{	e = z + 2 + CN_IB_W * i;
-			if ((f = cn_ib_slot(e[0])) >= 0)
-				cn_map(map, n, &e[f]);
-			else if (e[0] == CN_M_LIST)
-			{	memcpy(&m, e + 6, sizeof m);
-				m = cn_mask(map, n, m);
-				memcpy(e + 6, &m, sizeof m);
-		}	}
+	for (i = 0; i < nr; i++)
+		if (*ref[i] != CN_NONE)
+			*ref[i] = map[*ref[i]];
+	for (i = 0; i < nm; i++)
+	{	memcpy(&m, msk[i], sizeof m);
+		m = cn_mask(map, n, m);
+		memcpy(msk[i], &m, sizeof m);
 	}
 	return 1;
 }
