@@ -212,16 +212,20 @@ cn_slots(void)
 	}
 	for (c = 0; c < CN_NC; c++)
 	{	z = cn_chan(cn_s.rq[c]);
-		if (q_flds[z[1]] != 6 || z[0] > CN_QMAX)
+		if (q_flds[z[1]] != 6)
 			cn_bad("request fields", q_flds[z[1]]);
+		if (z[0] > CN_QMAX)
+			cn_bad("request channel length", z[0]);
 		for (i = 0; i < z[0]; i++)
 		{	e = z + 2 + CN_RQ_W * i;
 			if ((f = cn_rq_slot(e[0])) >= 0)
 				ref[nr++] = &e[f];
 		}
 		z = cn_chan(cn_s.ib[c]);
-		if (q_flds[z[1]] != 7 || z[0] > CN_QMAX)
+		if (q_flds[z[1]] != 7)
 			cn_bad("reply fields", q_flds[z[1]]);
+		if (z[0] > CN_QMAX)
+			cn_bad("reply channel length", z[0]);
 		for (i = 0; i < z[0]; i++)
 		{	e = z + 2 + CN_IB_W * i;
 			if ((f = cn_ib_slot(e[0])) >= 0)
