@@ -1,10 +1,12 @@
 /*
  * The queue engine's small calls: an object's settings, made by its
  * recipe before or between acquisitions (the state and wait callbacks,
- * the held watch), and the read-only views a recipe takes of it (state,
- * sequence number, node, place in the queue). Part of the engine
- * (queue-int.h); each takes the object's lock for a moment and sends
- * nothing, apart from what zkr__queue_state() asks of the session.
+ * the held watch), and the views a recipe takes of it (state, sequence
+ * number, node, place in the queue). Part of the engine (queue-int.h);
+ * each takes the object's lock for a moment and sends nothing. The views
+ * of a hold first apply the session clock (zkr__q_lock_checked()): a hold
+ * it gives up becomes LOST there, and an election's participant queues
+ * again.
  */
 #include "config.h"
 
@@ -13,9 +15,9 @@
 #include "queue-int.h"
 
 zkr__qstate zkr__queue_state(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
+  zkr__q_lock_checked(q);
   zkr__qstate st = q->lstate;
-  pthread_mutex_unlock(&q->mu);
+  zkr__q_unlock(q);
   /* Held, but the session is not known to be alive right now (a pause):
    * report it as SUSPECT until the session manager has decided. */
   if (st == ZKR__Q_HELD && !zkr__session_fresh(q->s))
@@ -24,17 +26,17 @@ zkr__qstate zkr__queue_state(zkr__queue *q) {
 }
 
 int zkr__queue_seq(zkr__queue *q, int32_t *seq, uint64_t *gen) {
-  pthread_mutex_lock(&q->mu);
+  zkr__q_lock_checked(q);
   int held = q->phase == Q_HELD && q->lstate != ZKR__Q_LOST && q->node;
   *seq = held ? q->seq : 0;
   *gen = q->gen;
-  pthread_mutex_unlock(&q->mu);
+  zkr__q_unlock(q);
   return held;
 }
 
 int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
                     uint64_t *gen) {
-  pthread_mutex_lock(&q->mu);
+  zkr__q_lock_checked(q);
   int held = q->phase == Q_HELD && q->lstate != ZKR__Q_LOST;
   if (czxid)
     *czxid = held ? q->czxid : 0;
@@ -42,7 +44,7 @@ int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
     snprintf(path, len, "%s", held && q->node_path ? q->node_path : "");
   if (gen)
     *gen = q->gen;
-  pthread_mutex_unlock(&q->mu);
+  zkr__q_unlock(q);
   return held;
 }
 

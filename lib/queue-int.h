@@ -129,6 +129,16 @@ struct qctx {
 /* Sends one request for a context, on the handle given. */
 typedef int (*send_fn)(zhandle_t *zh, const char *path, struct qctx *ec);
 
+/* ---- locking (queue.c) ---- */
+/* Without mu: take it, and first lose a held node whose ZooKeeper session
+ * is gone or given up by the session clock as of now
+ * (zkr__session_alive()). Every call that reports on or ends a hold
+ * locks this way. */
+void zkr__q_lock_checked(zkr__queue *q);
+/* Let go of mu, then deliver what could not go to the closed event
+ * thread. */
+void zkr__q_unlock(zkr__queue *q);
+
 /* ---- contexts and callbacks (queue.c) ---- */
 struct qctx *zkr__q_ctx_new(zkr__queue *q);
 void zkr__q_ctx_forget(zkr__queue *q, struct qctx *c);

@@ -147,6 +147,21 @@ static void q_unlock(zkr__queue *q) {
     post_done(p);
 }
 
+void zkr__q_unlock(zkr__queue *q) {
+  q_unlock(q);
+}
+
+void zkr__q_lock_checked(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  /* A held node whose ZooKeeper session is gone, or that the session clock
+   * gives up as of now (a pause the manager thread has not acted on yet),
+   * is lost right here: the caller reports it, and the LOST callback is
+   * posted before the caller returns. The session's hook, when it runs,
+   * finds the node lost already. */
+  if (q->phase == Q_HELD && !zkr__session_alive(q->s, q->gen))
+    zkr__q_lose(q);
+}
+
 struct qctx *zkr__q_ctx_new(zkr__queue *q) {
   struct qctx *c = calloc(1, sizeof *c);
   if (!c)
@@ -772,7 +787,7 @@ int zkr__queue_cancel(zkr__queue *q) {
 }
 
 int zkr__queue_release(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
+  zkr__q_lock_checked(q);
   int rc = ZKR_OK;
   if (q->phase != Q_HELD) {
     rc = q->lstate == ZKR__Q_LOST ? ZKR_ELOCKLOST : ZKR_ENOTHELD;

@@ -149,8 +149,10 @@ int zkr__guarded_multi(zkr__queue *q, int count, const zoo_op_t *ops,
   if (zkr__tls_in_callback)
     return ZKR_EDEADLK;
   char node[ZKR__PATH_MAX + 64];
-  if (zkr__queue_state(q) != ZKR__Q_HELD ||
-      !zkr__queue_info(q, NULL, node, sizeof node, NULL))
+  zkr__qstate st = zkr__queue_state(q); /* (applies the session clock) */
+  if (st == ZKR__Q_LOST)
+    return ZKR_ELOCKLOST; /* nothing sent */
+  if (st != ZKR__Q_HELD || !zkr__queue_info(q, NULL, node, sizeof node, NULL))
     return ZKR_ENOTHELD;
   zoo_op_t *all = calloc((size_t)count + 1, sizeof *all);
   zoo_op_result_t *res = calloc((size_t)count + 1, sizeof *res);

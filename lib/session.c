@@ -422,6 +422,28 @@ static int64_t tick_interval(const zkr_session *s) {
   return t / 6 > 0 ? t / 6 : 1;
 }
 
+/* The session clock's one rule, under s->mu (stated for users in
+ * zkr_session_opts_set_lost_fraction()): an open ZooKeeper session is
+ * taken as lost at @now
+ *   - when the manager thread, which ticks every sixth of the session
+ *     timeout, last ticked more than 2/3 of the timeout ago: the whole
+ *     process was paused (SIGSTOP, swap, a stalled VM), the client's I/O
+ *     thread with it, and a server may have expired the session meanwhile;
+ *   - or when the connection has been down for the lost fraction of the
+ *     timeout.
+ * Returns why (for the log), or NULL while the session stands. */
+static const char *clock_verdict_locked(const zkr_session *s, int64_t now) {
+  if ((s->state != ZKR_STATE_CONNECTED && s->state != ZKR_STATE_SUSPENDED) ||
+      s->timeout_ms <= 0)
+    return NULL;
+  if (now - s->tick_at > 2 * (int64_t)s->timeout_ms / 3)
+    return "the process was paused";
+  if (s->state == ZKR_STATE_SUSPENDED &&
+      now >= s->suspended_at + (int64_t)(s->opts.lost_fraction * s->timeout_ms))
+    return "disconnected for too long";
+  return NULL;
+}
+
 static void *manager_main(void *arg) {
   zkr_session *s = arg;
   pthread_mutex_lock(&s->mu);
@@ -429,17 +451,19 @@ static void *manager_main(void *arg) {
   s->mgr_sleep_until = -1;
   while (!s->closing) {
     int64_t now = zkr__now_ms();
-    int64_t gap = now - s->tick_at;
+    int64_t last = s->tick_at;
+    const char *why = clock_verdict_locked(s, now);
     s->tick_at = now;
-    if ((s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) &&
-        s->timeout_ms > 0 && gap > 2 * (int64_t)s->timeout_ms / 3) {
-      /* Paused for longer than the client can be silent: a server may
-       * have expired the session. Treat it as lost. */
+    if (why) {
       zkr__log(ZKR_LOG_WARN,
-               "session 0x%llx declared lost: the process was paused for "
-               "%lld ms (session timeout %d ms)",
-               (unsigned long long)s->session_id, (long long)gap,
-               s->timeout_ms);
+               "session 0x%llx declared lost: %s (%lld ms since the last "
+               "tick, disconnected for %lld ms; session timeout %d ms, lost "
+               "fraction %.2f)",
+               (unsigned long long)s->session_id, why, (long long)(now - last),
+               s->state == ZKR_STATE_SUSPENDED
+                   ? (long long)(now - s->suspended_at)
+                   : 0LL,
+               s->timeout_ms, s->opts.lost_fraction);
       int64_t sid = mark_lost(s);
       pthread_mutex_unlock(&s->mu);
       zkr__hooks_call(s, ZKR_EV_LOST, sid);
@@ -474,21 +498,9 @@ static void *manager_main(void *arg) {
     if (deadline < 0 || tick < deadline)
       deadline = tick;
     if (s->state == ZKR_STATE_SUSPENDED && s->timeout_ms > 0) {
+      /* wake when the lost fraction has passed (the rule above) */
       int64_t lost_at =
           s->suspended_at + (int64_t)(s->opts.lost_fraction * s->timeout_ms);
-      if (now >= lost_at) {
-        zkr__log(ZKR_LOG_WARN,
-                 "session 0x%llx declared lost: disconnected for %lld ms "
-                 "(%.2f of the %d ms session timeout)",
-                 (unsigned long long)s->session_id,
-                 (long long)(now - s->suspended_at), s->opts.lost_fraction,
-                 s->timeout_ms);
-        int64_t sid = mark_lost(s);
-        pthread_mutex_unlock(&s->mu);
-        zkr__hooks_call(s, ZKR_EV_LOST, sid);
-        pthread_mutex_lock(&s->mu);
-        continue;
-      }
       if (deadline < 0 || lost_at < deadline)
         deadline = lost_at;
     }
@@ -841,6 +853,18 @@ int zkr__session_renews(zkr_session *s) {
   int r = s->renew_enabled && !s->closing;
   pthread_mutex_unlock(&s->mu);
   return r;
+}
+
+int zkr__session_alive(zkr_session *s, uint64_t gen) {
+  pthread_mutex_lock(&s->mu);
+  int alive = gen == s->gen && s->state != ZKR_STATE_LOST &&
+              s->state != ZKR_STATE_CLOSED &&
+              !clock_verdict_locked(s, zkr__now_ms());
+  if (!alive)
+    pthread_cond_signal(&s->mcv); /* the manager declares it (listeners,
+                                     hooks) as soon as it runs */
+  pthread_mutex_unlock(&s->mu);
+  return alive;
 }
 
 int zkr__session_fresh(zkr_session *s) {

@@ -146,6 +146,13 @@ int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
  * it was dispatched (it will never run), 0 if it already was (it runs or
  * ran). */
 int zkr__watch_unlink(zkr_session *s, uint64_t id);
+/* Is ZooKeeper session generation @gen the current one, and does the
+ * session clock keep it as of now? The clock's rule (one rule, stated in
+ * zkr_session_opts_set_lost_fraction()) is applied here, on the caller's
+ * thread: when it says lost, the caller treats what it held in @gen as
+ * lost at once, and the manager thread is woken to declare the session
+ * lost (listeners, hooks). */
+int zkr__session_alive(zkr_session *s, uint64_t gen);
 /* Connected, and not just resumed from a pause that could have cost the
  * session (the manager thread ticked within half the session timeout). */
 int zkr__session_fresh(zkr_session *s);

@@ -356,7 +356,7 @@ static void test_guarded_and_expiry(void) {
   ok(!zkr_mutex_is_held(m1), "is_held() false");
   is(zkr_mutex_state_get(m1), ZKR_LOCK_LOST, "state LOST");
   ok(zkt_wait_for(held_by, m2, 15000), "the next waiter acquires");
-  is(zkr_mutex_guarded_set(m1, res, "2", 1, -1, 5000), ZKR_ENOTHELD,
+  is(zkr_mutex_guarded_set(m1, res, "2", 1, -1, 5000), ZKR_ELOCKLOST,
      "old holder's guarded write refused");
   memset(&r, 0, sizeof r);
   zkr__zk_get(admin, res, zkr__deadline(5000), &r);

@@ -388,7 +388,7 @@ static void test_expired_holder(void) {
   is(zkr_lease_state_get(hl), ZKR_LOCK_LOST, "state LOST");
   ok(zkt_wait_for(is_done, &w, 10000) && w.rc == ZKR_OK,
      "the waiter gets the lease");
-  is(zkr_lease_guarded_set(hl, res, "two", 3, -1, 5000), ZKR_ENOTHELD,
+  is(zkr_lease_guarded_set(hl, res, "two", 3, -1, 5000), ZKR_ELOCKLOST,
      "the lost holder's guarded write is refused");
   is(zkr_lease_release(hl), ZKR_ELOCKLOST, "release reports the loss");
   zkr_lease_release(w.l[0]);

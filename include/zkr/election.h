@@ -318,7 +318,11 @@ ZKR_EXTERN int zkr_election_await(zkr_election *e, int64_t timeout_ms);
  *
  * zkr_election_is_leader() tells whether the participant leads now: its
  * node is first and held, and (under ZKR_ELECTION_SUSPEND_DROP) its
- * connection is up. It reads local state only.
+ * connection is up. It reads local state only, after applying the session
+ * clock (see zkr_session_opts_set_lost_fraction()): a leader resumed from a
+ * pause longer than its session allows does not lead from the first call on,
+ * even before the loss is noticed otherwise; the listener is told 0 once, and
+ * a latch participant queues again at the back.
  *
  * Returns:
  * 1 if it leads, 0 otherwise or if @e is NULL.
@@ -338,7 +342,10 @@ ZKR_EXTERN int zkr_election_is_leader(const zkr_election *e);
  * zkr_election_resign() deletes the latch participant's node (the next
  * participant leads) and joins again at the back with a new node. The
  * listener is told 0 if the participant was leading. Resigning a
- * participant that waits moves it to the back as well.
+ * participant that waits moves it to the back as well. A participant whose
+ * leadership was lost (the session clock is applied first, see
+ * zkr_session_opts_set_lost_fraction()) is queued again too, and the call
+ * returns ZKR_OK.
  *
  * Returns:
  *   ZKR_OK        Resigned and queued again.

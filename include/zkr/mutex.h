@@ -809,7 +809,10 @@ ZKR_EXTERN int zkr_mutex_cancel(zkr_mutex *m);
  * A lock that was lost (state ZKR_LOCK_LOST) is not held any more: the call
  * reports it once with ZKR_ELOCKLOST and returns the object to
  * ZKR_LOCK_UNLOCKED, so it can acquire again. A later call returns
- * ZKR_ENOTHELD.
+ * ZKR_ENOTHELD. The call first applies the session clock (see
+ * zkr_session_opts_set_lost_fraction()): a holder resumed from a pause longer
+ * than its session allows gets ZKR_ELOCKLOST even if the loss had not been
+ * noticed yet, and its state callback is told ZKR_LOCK_LOST once.
  *
  * A pending acquisition is not released: cancel it with zkr_mutex_cancel().
  *
@@ -1160,8 +1163,10 @@ struct zoo_op_result;
  * call returned ZKR_OK, or one of the caller's operations failed), it is filled
  * as zoo_multi() fills it, for the caller's operations only.
  *
- * The call first checks that the lock is held, in state ZKR_LOCK_HELD; in any
- * other state, including ZKR_LOCK_SUSPECT, nothing is sent. The transaction is
+ * The call first applies the session clock (see
+ * zkr_session_opts_set_lost_fraction()), then checks that the lock is held, in
+ * state ZKR_LOCK_HELD; in any other state, including ZKR_LOCK_SUSPECT, nothing
+ * is sent. The transaction is
  * not sent again after a connection loss, because its outcome is then unknown:
  * the caller must find out (by reading the data) whether it was applied. If the
  * connection is down when the call is made, it waits for it to come back,
@@ -1175,10 +1180,11 @@ struct zoo_op_result;
  *
  * Returns:
  *   ZKR_OK            The transaction committed: every operation was applied.
- *   ZKR_ELOCKLOST     The lock node is gone; nothing was applied, and the state
- *                     of @m becomes ZKR_LOCK_LOST.
- *   ZKR_ENOTHELD      The lock is not held or is ZKR_LOCK_SUSPECT; nothing was
- *                     sent.
+ *   ZKR_ELOCKLOST     The lock is ZKR_LOCK_LOST (nothing was sent), or the
+ *                     server found the lock node gone (nothing was applied,
+ *                     and the state of @m becomes ZKR_LOCK_LOST).
+ *   ZKR_ENOTHELD      The lock is not held (never acquired, released, still
+ *                     acquiring) or is ZKR_LOCK_SUSPECT; nothing was sent.
  *   ZKR_EBADVERSION, ZKR_ENONODE, ZKR_EEXISTS, ZKR_ENOTEMPTY, ZKR_ENOAUTH,
  *   ZKR_EZK
  *                     One of the caller's operations failed (the code is that
@@ -1260,8 +1266,9 @@ ZKR_EXTERN int zkr_mutex_guarded_multi(zkr_mutex *m, int count,
  *
  * Returns:
  *   ZKR_OK           The data was set.
- *   ZKR_ELOCKLOST    The lock node is gone; nothing was written, and the state
- *                    becomes ZKR_LOCK_LOST.
+ *   ZKR_ELOCKLOST    The lock is ZKR_LOCK_LOST (nothing was sent), or the
+ *                    lock node was found gone (nothing was written, and the
+ *                    state becomes ZKR_LOCK_LOST).
  *   ZKR_ENOTHELD     The lock is not held or is ZKR_LOCK_SUSPECT; nothing was
  *                    sent.
  *   ZKR_ENONODE      @path does not exist.

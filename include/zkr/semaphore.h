@@ -469,9 +469,16 @@ ZKR_EXTERN int zkr_semaphore_participants(zkr_session *s, const char *path,
  * lease may be released from any thread, not only the one that acquired
  * it.
  *
+ * The call first applies the session clock (see
+ * zkr_session_opts_set_lost_fraction()): a holder resumed from a pause longer
+ * than its session allows gets ZKR_ELOCKLOST even if the loss had not been
+ * noticed yet. A state callback still queued for the lease is dropped, since
+ * the lease is freed; the return code is the report.
+ *
  * Returns:
  *   ZKR_OK        Released.
- *   ZKR_ELOCKLOST The lease had been lost (freed all the same).
+ *   ZKR_ELOCKLOST The lease had been lost (freed all the same): work done under
+ *                 it may have overlapped with another holder.
  *   ZKR_EINVAL    @lease is NULL.
  *
  * Thread safety:
@@ -556,10 +563,10 @@ struct zoo_op_result;
  * cannot write. As zkr_mutex_guarded_multi() in every other respect.
  *
  * Returns:
- * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the lease's node is
- * found gone (nothing was applied, and the lease is then LOST);
- * ZKR_ENOTHELD when the lease is LOST or SUSPECT already (nothing was
- * sent).
+ * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the lease is LOST
+ * already (nothing was sent) or its node is found gone (nothing was
+ * applied, and the lease is then LOST); ZKR_ENOTHELD when the lease is
+ * SUSPECT (nothing was sent).
  *
  * Thread safety:
  * Any thread except a zkr callback.
@@ -582,8 +589,8 @@ ZKR_EXTERN int zkr_lease_guarded_multi(zkr_lease *lease, int count,
  * does for a mutex.
  *
  * Returns:
- * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the lease's node is
- * found gone, ZKR_ENOTHELD when the lease is LOST or SUSPECT already.
+ * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the lease is LOST
+ * already or its node is found gone, ZKR_ENOTHELD when it is SUSPECT.
  *
  * Thread safety:
  * Any thread except a zkr callback.

@@ -255,6 +255,22 @@ ZKR_EXTERN int zkr_session_opts_set_connect_timeout(zkr_session_opts *opts,
  * reconnect to the same session, but give up that guarantee; with 1 or more the
  * client in practice learns of the loss from the server when it reconnects.
  *
+ * The session clock has one rule, of which the fraction is half. An open
+ * ZooKeeper session is taken as lost as soon as either
+ *   - the session's own manager thread, which wakes every sixth of the
+ *     negotiated timeout, last woke more than 2/3 of the timeout ago: the
+ *     whole process was paused (SIGSTOP, swapping, a stalled virtual machine),
+ *     the ZooKeeper client's threads with it, and the ensemble may have expired
+ *     the session meanwhile; or
+ *   - the connection has been down for @fraction times the timeout.
+ * The manager thread applies the rule as it wakes; and every call that reports
+ * on or ends a hold (a lock's, a lease's or a leadership's release, is_held,
+ * state, fencing token, node, guarded writes, is_leader, resign) applies it
+ * first, on the caller's thread. So a process resumed from a long pause is
+ * never told that it still holds what it lost, however fast it asks: the hold
+ * is ZKR_LOCK_LOST right there (its state callback is queued before the call
+ * returns), and the session is then declared lost as above.
+ *
  * Returns:
  *   ZKR_OK      The fraction is set.
  *   ZKR_EINVAL  @opts is NULL, or @fraction is not in (0, 10]; the options are
