@@ -245,11 +245,12 @@ ZKR_EXTERN int zkr_election_new(zkr_election **out, zkr_session *s,
  * zkr_election_free().
  *
  * Returns:
- *   ZKR_OK      Joining.
- *   ZKR_EINVAL  @e is NULL.
- *   ZKR_EBUSY   Already started (or running a selector).
- *   ZKR_ECLOSED The session is closed.
- *   ZKR_ENOMEM  Out of memory.
+ *   ZKR_OK            Joining.
+ *   ZKR_EINVAL        @e is NULL.
+ *   ZKR_EBUSY         Already started (or running a selector).
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed.
+ *   ZKR_ENOMEM        Out of memory.
  *
  * Thread safety:
  * Any thread, also a zkr callback.
@@ -277,6 +278,7 @@ ZKR_EXTERN int zkr_election_start(zkr_election *e);
  *   ZKR_OK      Running.
  *   ZKR_EINVAL  @e or @fn is NULL.
  *   ZKR_EBUSY   Already started (or running).
+ *   ZKR_ECLOSED The session is closed.
  *   ZKR_ESYS    The thread could not be started.
  *   ZKR_ENOMEM  Out of memory.
  *
@@ -348,9 +350,17 @@ ZKR_EXTERN int zkr_election_is_leader(const zkr_election *e);
  * returns ZKR_OK.
  *
  * Returns:
- *   ZKR_OK        Resigned and queued again.
- *   ZKR_ENOTHELD  The participant has not joined as a latch.
- *   ZKR_EINVAL    @e is NULL.
+ *   ZKR_OK            Resigned and queued again.
+ *   ZKR_ENOTHELD      The participant has not joined as a latch.
+ *   ZKR_ECLOSED       The session is closed: the participant's node is
+ *                     gone and it is not queued again.
+ *   ZKR_ESESSIONLOST  The session is lost and will not be renewed: as for
+ *                     ZKR_ECLOSED.
+ *   ZKR_EBUSY         The participant's queue changed under the call (it was
+ *                     granted leadership, or queued again after a loss, at
+ *                     that moment): zkr_election_is_leader() tells which.
+ *                     Call it again to resign.
+ *   ZKR_EINVAL        @e is NULL.
  *
  * Thread safety:
  * Any thread, also a zkr callback.
