@@ -303,13 +303,20 @@ int zkr_election_resign(zkr_election *e) {
   pthread_mutex_unlock(&e->mu);
   if (!latch)
     return ZKR_ENOTHELD;
-  zkr__qstate st = zkr__queue_state(e->q);
-  if (st == ZKR__Q_ACQUIRING)
-    zkr__queue_cancel(e->q);
-  else
-    zkr__queue_release(e->q); /* (ZKR_ENOTHELD, ZKR_ELOCKLOST: idle now) */
+  /* The engine may move on meanwhile (a grant, or a loss that queues the
+   * participant again, on another thread): then the start finds it busy,
+   * and the resign is made again on its new state. */
+  int rc = ZKR_EBUSY;
+  for (int i = 0; i < 100 && rc == ZKR_EBUSY; i++) {
+    zkr__qstate st = zkr__queue_state(e->q);
+    if (st == ZKR__Q_ACQUIRING)
+      zkr__queue_cancel(e->q);
+    else
+      zkr__queue_release(e->q); /* (ZKR_ENOTHELD, ZKR_ELOCKLOST: idle now) */
+    rc = zkr__queue_start(e->q, -1, NULL, NULL);
+  }
   zkr__queue_post_result(e->q, report_left, e, ZKR_OK);
-  return zkr__queue_start(e->q, -1, NULL, NULL);
+  return rc;
 }
 
 void zkr_election_free(zkr_election *e) {

@@ -356,10 +356,11 @@ ZKR_EXTERN int zkr_election_is_leader(const zkr_election *e);
  *                     gone and it is not queued again.
  *   ZKR_ESESSIONLOST  The session is lost and will not be renewed: as for
  *                     ZKR_ECLOSED.
- *   ZKR_EBUSY         The participant's queue changed under the call (it was
- *                     granted leadership, or queued again after a loss, at
- *                     that moment): zkr_election_is_leader() tells which.
- *                     Call it again to resign.
+ *   ZKR_EBUSY         The participant's queue kept changing under the call
+ *                     (granted leadership, or queued again after a loss,
+ *                     at that moment) through 100 tries: in practice never.
+ *                     zkr_election_is_leader() tells where it is; call it
+ *                     again to resign.
  *   ZKR_EINVAL        @e is NULL.
  *
  * Thread safety:
