@@ -13,7 +13,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-elect-$$"
-echo "1..53"
+echo "1..56"
 
 # participants PATH: how many participants zkr-ls sees at PATH
 participants() {
@@ -166,8 +166,25 @@ assert all(a != b for a, b in zip(after, after[1:])), ids
 assert ids.count("X") >= 2 and ids.count("Y") >= 2, ids
 PY
 ok $? "one command at a time, X and Y alternate once both are in, tokens grow"
+
 [ "$(children "$root/rq")" = 0 ]
 ok $? "no node left behind"
+
+# --- --requeue backs off after short terms; a command that cannot run ends it ---
+timeout -k 5 30 "$ze" --requeue "$root/bo" -- /nonexistent/zkr-cmd >"$tmp/bo1.out" 2>&1
+st=$?
+[ $st -eq 127 ] && [ "$(grep -c 'cannot run' "$tmp/bo1.out")" -eq 1 ]
+ok $? "--requeue with a command that cannot run: exit 127, one message (got $st, $(grep -c 'cannot run' "$tmp/bo1.out") messages)"
+"$ze" --requeue --stats --json "$root/bo" -- false 2>"$tmp/bo2.err" &
+b=$!; pids+=($b)
+# the first term begins at once; the back-offs are at least 1 s and 2 s,
+# so 3.5 s see at most three terms (before the back-off: hundreds)
+sleep 3.5
+kill -TERM $b; wait $b; st=$?
+"$py" -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); assert d["terms"] <= 3, d; assert d["outcome"] == "interrupted", d' "$tmp/bo2.err"
+ok $? "--requeue -- false: at most 3 terms in 3.5 s, a signal in the back-off ends it (exit $st: $(tail -1 "$tmp/bo2.err"))"
+[ $st -eq 143 ] && [ "$(children "$root/bo")" -le 0 ]
+ok $? "SIGTERM in the back-off: exit 143, nothing left in the election (got $st)"
 
 # --- the leader paused past its session timeout ---
 "$ze" --session-timeout 2000 --kill-after 5 --id P "$root/p" -- sh -c \

@@ -23,7 +23,10 @@
  * runs COMMAND again the next time it leads, until a signal: a signal
  * while waiting ends it (after it left the queue) as that signal would;
  * one while COMMAND runs is passed on, and zkr-elect exits with COMMAND's
- * status once it has ended.
+ * status once it has ended. A term shorter than 10 s is followed by a
+ * back-off out of the election (1 s, doubling up to 60 s, forgotten after
+ * a term of 60 s or more); a COMMAND that cannot be run (126, 127) ends
+ * zkr-elect with that status.
  *
  * --stats prints on stderr, at exit, how long zkr-elect waited to lead
  * and led (summed over the terms with --requeue), as it measured them,
@@ -66,7 +69,9 @@ static void help(void) {
       "\n"
       "      --requeue              when COMMAND ends or leadership is lost,\n"
       "                             queue again and run COMMAND again the\n"
-      "                             next time it leads, until signalled\n"
+      "                             next time it leads, until signalled;\n"
+      "                             after a term under 10 s, first wait out\n"
+      "                             of the election (1 s, doubling, <= 60 s)\n"
       "      --keep-on-suspend      keep leading (and COMMAND running) while\n"
       "                             the connection is down, until the session\n"
       "                             is declared lost; default: a dropped\n"
@@ -382,12 +387,40 @@ static void leave(zkr_election *e, zkr_session *s) {
   zkr_session_close(s);
 }
 
-static int take_part(zkr_session *s, const char *path, char **cmd,
-                     const struct run_opts *ro, zkr_election_opts *eo,
-                     int requeue, int sfd, const sigset_t *oldmask) {
+/* --requeue's back-off: a term shorter than BACKOFF_SHORT_MS is followed by
+ * a pause out of the election, 1 s, doubled after each such term up to
+ * BACKOFF_MAX_MS, and forgotten after a term of BACKOFF_MAX_MS or more.
+ * So a command that fails at once does not churn the election. */
+#define BACKOFF_SHORT_MS 10000
+#define BACKOFF_FIRST_MS 1000
+#define BACKOFF_MAX_MS 60000
+
+/* Wait @ms out of the election; 0, or the signal that came. */
+static int backoff_wait(int64_t ms, int sfd) {
+  int64_t until = now_ms() + ms;
+  for (;;) {
+    int64_t left = until - now_ms();
+    if (left <= 0)
+      return 0;
+    struct pollfd pf = {sfd, POLLIN, 0};
+    if (poll(&pf, 1, (int)left) < 0 && errno != EINTR)
+      return 0;
+    if (pf.revents) {
+      int sig = take_signal(sfd);
+      if (sig)
+        return sig;
+    }
+  }
+}
+
+static int terms(zkr_session *s, const char *path, char **cmd,
+                 const struct run_opts *ro, zkr_election_opts *eo, int requeue,
+                 int sfd, const sigset_t *oldmask) {
   zkr_election *e = NULL;
+  int64_t backoff = 0; /* the next back-off, 0 after a long term */
   int rc = zkr_election_new(&e, s, path, eo);
-  zkr_election_opts_free(eo);
+  if (!requeue)
+    zkr_election_opts_free(eo); /* (--requeue joins again with them) */
   if (rc != ZKR_OK) {
     zkr_session_close(s);
     if (rc == ZKR_EBADPATH)
@@ -453,9 +486,43 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
       msg("%s ended with status %d after %.3f s%s", cmd[0], code,
           (double)(now_ms() - started) / 1000.0,
           lost ? ", leadership lost" : "");
-    if (!requeue || run.forwarded) {
+    if (!requeue || run.forwarded || code == 126 || code == 127) {
+      /* (126, 127: COMMAND cannot be run; running it again will not help) */
       leave(e, s);
       return lost ? stats_end("lost", EX_TEMPFAIL) : stats_end("ended", code);
+    }
+    int64_t ran = now_ms() - started;
+    if (ran >= BACKOFF_MAX_MS)
+      backoff = 0;
+    if (ran < BACKOFF_SHORT_MS) {
+      /* a short term: out of the election for a while (our node is
+       * deleted, the next participant leads), then join again */
+      backoff = backoff ? backoff * 2 : BACKOFF_FIRST_MS;
+      if (backoff > BACKOFF_MAX_MS)
+        backoff = BACKOFF_MAX_MS;
+      zkr_election_free(e);
+      e = NULL;
+      if (verbose)
+        msg("%s ran %.3f s (less than %d s): out of the election at %s for "
+            "%.0f s",
+            cmd[0], (double)ran / 1000.0, BACKOFF_SHORT_MS / 1000, path,
+            (double)backoff / 1000.0);
+      int bsig = backoff_wait(backoff, sfd);
+      if (bsig) {
+        leave(e, s);
+        stats_end("interrupted", 128 + bsig);
+        return die_by_signal(bsig); /* as the signal would have */
+      }
+      rc = zkr_election_new(&e, s, path, eo);
+      if (rc == ZKR_OK)
+        rc = zkr_election_start(e);
+      if (rc != ZKR_OK) {
+        msg("cannot join the election at %s again: %s", path, zkr_strerror(rc));
+        leave(e, s);
+        return stats_end("error", exit_for(rc));
+      }
+      stats.waiting_since = now_ms();
+      continue;
     }
     /* --requeue: give leadership up if still leading, and queue again at
      * the back; after a loss the latch has queued again by itself. */
@@ -471,6 +538,17 @@ static int take_part(zkr_session *s, const char *path, char **cmd,
     }
     stats.waiting_since = now_ms();
   }
+}
+
+/* Join the election at @path and run COMMAND while leading (again and
+ * again with @requeue). Takes @eo over. */
+static int take_part(zkr_session *s, const char *path, char **cmd,
+                     const struct run_opts *ro, zkr_election_opts *eo,
+                     int requeue, int sfd, const sigset_t *oldmask) {
+  int code = terms(s, path, cmd, ro, eo, requeue, sfd, oldmask);
+  if (requeue)
+    zkr_election_opts_free(eo);
+  return code;
 }
 
 enum { OPT_REQUEUE = OPT_NEXT, OPT_KEEP, OPT_STATS };
