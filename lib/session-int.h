@@ -119,6 +119,9 @@ struct hctx {
   zkr_session *s;
   uint64_t gen;
   int connected_once;
+  int probing;  /* the first request on this handle is out */
+  int verified; /* a server answered a request on it: the connection
+                   counts as up from then on */
 };
 
 struct zkr_session {

@@ -252,6 +252,45 @@ static int64_t mark_lost(zkr_session *s) {
   return sid;
 }
 
+/* The session timeout every zkr timer uses: the one negotiated, but never
+ * more than the one asked for (a server may raise it to its minimum; a
+ * broken handshake may claim anything). */
+static int effective_timeout(const zkr_session *s, zhandle_t *zh) {
+  int t = zoo_recv_timeout(zh);
+  return t > 0 && t < s->opts.session_timeout ? t : s->opts.session_timeout;
+}
+
+static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
+                             int zstate);
+
+/* The reply to the first request on a new handle (on the completion
+ * thread): a server's answer of any kind verifies the connection, which
+ * is then taken as up; a lost connection waits for the next one. */
+static void probe_done(int rc, const struct Stat *stat, const void *data) {
+  struct hctx *hc = (struct hctx *)data;
+  zkr_session *s = hc->s;
+  (void)stat;
+  pthread_mutex_lock(&s->mu);
+  int current = hc->gen == s->gen && !s->closing;
+  hc->probing = 0;
+  int answered = rc == ZOK || rc == ZNONODE || rc == ZNOAUTH;
+  if (current && answered)
+    hc->verified = 1;
+  zhandle_t *zh = current ? s->zh : NULL;
+  pthread_mutex_unlock(&s->mu);
+  if (!zh)
+    return;
+  /* (not answered: the connection was lost meanwhile, and the next one
+   * sends the request again) */
+  int zstate = zoo_state(zh);
+  if (answered &&
+      (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE)) {
+    zkr__tls_in_callback++;
+    on_session_event(s, hc, zh, zstate);
+    zkr__tls_in_callback--;
+  }
+}
+
 static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
                              int zstate) {
   int have_ev = 0;
@@ -262,14 +301,30 @@ static void on_session_event(zkr_session *s, struct hctx *hc, zhandle_t *zh,
     pthread_mutex_unlock(&s->mu);
     return;
   }
-  if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
+  if ((zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) &&
+      !hc->verified) {
+    /* A handshake was answered, but anything that answers a connect with
+     * enough bytes passes for one (an HTTP server's "400 Bad Request" on
+     * a mistyped port gives the session id " Bad Req" and a timeout of
+     * days). The connection counts as up once a request is answered. */
+    if (!hc->probing) {
+      hc->probing = 1;
+      pthread_mutex_unlock(&s->mu);
+      if (zoo_aexists(zh, "/", 0, probe_done, hc) != ZOK) {
+        pthread_mutex_lock(&s->mu);
+        hc->probing = 0; /* sent again at the next connection */
+        pthread_mutex_unlock(&s->mu);
+      }
+      return;
+    }
+  } else if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
     const clientid_t *cid = zoo_client_id(zh);
     sid = cid ? cid->client_id : 0;
     ev = hc->connected_once ? ZKR_EV_RECONNECTED : ZKR_EV_CONNECTED;
     hc->connected_once = 1;
     s->state = ZKR_STATE_CONNECTED;
     s->session_id = sid;
-    s->timeout_ms = zoo_recv_timeout(zh);
+    s->timeout_ms = effective_timeout(s, zh);
     s->suspended_at = 0;
     if (ev == ZKR_EV_CONNECTED)
       s->tick_at = zkr__now_ms(); /* a new session: no pause can have cost

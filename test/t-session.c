@@ -94,6 +94,19 @@ static void test_bad_arguments(const char *hosts) {
      "wait_connected(NULL) refused");
 }
 
+/* A request below the server's minimum (1000 ms here: 2 ticks of 500 ms)
+ * is raised by the server; zkr's clock keeps the shorter one asked for. */
+static void test_timeout_asked(const char *hosts) {
+  zkr_session *s = NULL;
+  zkr_session_opts *o = opts_with(600, 5000);
+  int rc = zkr_session_new(&s, hosts, o);
+  zkr_session_opts_free(o);
+  is(rc, ZKR_OK, "connect asking for 600 ms");
+  is(zkr_session_timeout(s), 600,
+     "the timeout zkr uses: the one asked for, below the server's 1000 ms");
+  zkr_session_close(s);
+}
+
 static void test_connect_close(const char *hosts) {
   zkr_session *s = NULL;
   zkr_session_opts *o = opts_with(4000, 5000);
@@ -426,6 +439,7 @@ int main(void) {
   const char *root = zkt_root("t-session");
   test_bad_arguments(hosts);
   test_connect_close(hosts);
+  test_timeout_asked(hosts);
   test_wrong_server();
 
   zkr_session *admin = NULL;

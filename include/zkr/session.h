@@ -452,7 +452,12 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  * fraction of 0.25, renewal after a loss, and no credentials.
  *
  * The call blocks until the first ZooKeeper session is established or the
- * connect timeout passes. On success the session is in state
+ * connect timeout passes. A session counts as established once a server has
+ * answered the handshake and then a first request (an exists on the root,
+ * sent by zkr): something that is not a ZooKeeper server, such as an HTTP
+ * server on a mistyped port whose error page parses as a handshake, never
+ * answers one, and the call fails with ZKR_ECONNECT at the connect timeout
+ * (closing that connection may take up to 1.5 s more). On success the session is in state
  * ZKR_STATE_CONNECTED, and the caller holds one reference to it, released with
  * zkr_session_close(). On failure *@out is left untouched and nothing remains
  * to be released.
@@ -472,8 +477,8 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  *                 port, a bad host name, an empty entry).
  *   ZKR_EBADPATH  The chroot part of @hosts is not a valid znode path, or is
  *                 "/".
- *   ZKR_ECONNECT  No server answered before the connect timeout, or a host name
- *                 does not resolve.
+ *   ZKR_ECONNECT  No server answered before the connect timeout (a handshake
+ *                 and a first request), or a host name does not resolve.
  *   ZKR_EAUTH     The server refused the credentials added with
  *                 zkr_session_opts_add_auth(). (With the "digest" scheme the
  *                 server accepts any user and password; a wrong password shows
@@ -672,25 +677,29 @@ ZKR_EXTERN zkr_session_state zkr_session_state_get(const zkr_session *s);
 ZKR_EXTERN int64_t zkr_session_id(const zkr_session *s);
 
 /**
- * zkr_session_timeout - the negotiated session timeout
+ * zkr_session_timeout - the session timeout in force
  *
- * zkr_session_timeout() returns the session timeout, in milliseconds, that the
- * server granted the current (or last) ZooKeeper session of @s.
+ * zkr_session_timeout() returns the session timeout, in milliseconds, that zkr
+ * works with for the current (or last) ZooKeeper session of @s: the one the
+ * server granted, but never more than the one requested.
  *
  * The timeout requested with zkr_session_opts_set_session_timeout() is only a
  * request: the server clamps it to its own range, which by default is 2 to 20
- * times its tickTime. The negotiated value is what counts: it is how long the
- * ensemble keeps the session, and its ephemeral nodes, after it last heard from
- * the client, and the session clock (see zkr_session_opts_set_lost_fraction())
- * is based on it.
+ * times its tickTime. The negotiated value is how long the ensemble keeps the
+ * session, and its ephemeral nodes, after it last heard from the client. The
+ * session clock (see zkr_session_opts_set_lost_fraction()) and every other
+ * timer of zkr use the smaller of the two: a server that raises a short
+ * request to its minimum leaves the clock on the shorter, safer value, and a
+ * broken handshake (something that is not a ZooKeeper server, answering with a
+ * timeout of days) cannot stretch zkr's timers.
  *
  * The value is updated each time a new ZooKeeper session is established, and
  * keeps the last negotiated value while the session is lost. The function does
  * not block (it takes an internal lock briefly).
  *
  * Returns:
- * The negotiated timeout in milliseconds; 0 before the first connection or when
- * @s is NULL.
+ * The timeout in milliseconds; 0 before the first connection or when @s is
+ * NULL.
  *
  * Thread safety:
  * zkr_session_timeout() is thread-safe and may be called from any thread,
