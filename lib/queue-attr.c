@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "queue-int.h"
 
@@ -65,6 +66,15 @@ void zkr__queue_set_wait_fn(zkr__queue *q, zkr__queue_done_fn fn, void *ud) {
   pthread_mutex_lock(&q->mu);
   q->wait_fn = fn;
   q->wait_ud = ud;
+  pthread_mutex_unlock(&q->mu);
+}
+
+void zkr__queue_set_own_root(zkr__queue *q, const char *root) {
+  size_t n = strlen(root);
+  pthread_mutex_lock(&q->mu);
+  if (strncmp(q->parent, root, n) == 0 &&
+      (q->parent[n] == '\0' || q->parent[n] == '/'))
+    q->own_len = n;
   pthread_mutex_unlock(&q->mu);
 }
 

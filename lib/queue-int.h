@@ -43,6 +43,9 @@ struct zkr__queue {
   int refs; /* under mu */
   zkr_session *s;
   char *parent;
+  /* ancestors of parent shorter than this are not the recipe's own: a
+   * missing one is created with the open ACL, whatever the session's */
+  size_t own_len;
   const zkr__qpolicy *pol;
   char *data;
   int datalen;

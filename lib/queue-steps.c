@@ -54,9 +54,12 @@ static void parent_cb(int rc, const char *value, const void *data) {
 
 static int send_parent(zhandle_t *zh, const char *path, struct qctx *c) {
   /* empty data, not null: what Curator writes (kazoo 2.8 fails on a
-   * parent whose data is null) */
-  return zoo_acreate(zh, path, "", 0, zkr__session_acl(c->q->s), ZOO_CONTAINER,
-                     parent_cb, c);
+   * parent whose data is null); the session's ACL only from the recipe's
+   * own root down: the ancestors above it are shared with other locks */
+  struct ACL_vector *acl = strlen(path) < c->q->own_len
+                               ? &ZOO_OPEN_ACL_UNSAFE
+                               : zkr__session_acl(c->q->s);
+  return zoo_acreate(zh, path, "", 0, acl, ZOO_CONTAINER, parent_cb, c);
 }
 
 /* Under mu: the parent is missing. Create it and its ancestors as

@@ -635,6 +635,7 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
   if (datalen > 0)
     memcpy(q->data, data, (size_t)datalen);
   q->datalen = datalen;
+  q->own_len = strlen(q->parent);
   q->pol = pol;
   q->s = s;
   q->refs = 1;

@@ -123,6 +123,12 @@ void zkr__queue_mark_lost(zkr__queue *q);
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                            int rc);
 zkr_session *zkr__queue_session(zkr__queue *q);
+/* The recipe's own nodes start at @root, the parent or one of its
+ * ancestors (default: the parent): missing nodes from @root down to the
+ * parent get the session's ACL (zkr_session_opts_set_acl()), missing
+ * ancestors above @root the open ACL, so that a creator-only lock never
+ * closes a path shared with other locks. Before start. */
+void zkr__queue_set_own_root(zkr__queue *q, const char *root);
 /* While held, watch our own node: its deletion by another client makes
  * the lock LOST at once (one more request per acquisition). */
 void zkr__queue_set_watch_held(zkr__queue *q, int on);

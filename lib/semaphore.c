@@ -645,6 +645,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
     goto fail;
   zkr__queue_set_state_fn(a->adm, adm_state, a);
   zkr__queue_set_quiet(a->adm);
+  zkr__queue_set_own_root(a->adm, sem->path); /* PATH, PATH/locks */
   for (int i = 0; i < n; i++) {
     zkr_lease *l = calloc(1, sizeof *l);
     if (!l) {
@@ -662,6 +663,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
     zkr__queue_set_wait_fn(l->q, lease_waits, l);
     zkr__queue_set_watch_held(l->q, sem->watch_node);
     zkr__queue_set_quiet(l->q);
+    zkr__queue_set_own_root(l->q, sem->path); /* PATH, PATH/leases */
   }
   *rc = ZKR_OK;
   return a;

@@ -134,7 +134,8 @@ int main(void) {
      "the lock path zkr created: the same (%s)", acl_str(admin, path));
   char mid[512];
   snprintf(mid, sizeof mid, "%s/m", root);
-  is(strcmp(acl_str(admin, mid), want_creator), 0, "and its parent (%s)",
+  is(strcmp(acl_str(admin, mid), "31:world:anyone"), 0,
+     "its parent, shared with other locks: the open ACL (%s)",
      acl_str(admin, mid));
 
   is(raw(anon, RAW_DELETE, node), ZNOAUTH,
@@ -184,6 +185,29 @@ int main(void) {
   is(zkr_mutex_release(m2), ZKR_OK, "and releases");
   zkr_mutex_free(m1);
   zkr_mutex_free(m2);
+
+  /* ---- a creator-only lock does not close its shared parents ---- */
+  {
+    char alice[600], bob[600], team[512];
+    snprintf(team, sizeof team, "%s/team", root);
+    snprintf(alice, sizeof alice, "%s/alice/job", team);
+    snprintf(bob, sizeof bob, "%s/bob/job", team);
+    zkr_mutex *ma1 = NULL, *mb = NULL;
+    zkr_mutex_new(&ma1, s2, alice, NULL);
+    is(zkr_mutex_acquire(ma1, 10000), ZKR_OK,
+       "a creator-only lock at team/alice/job, team/ made by zkr");
+    is(strcmp(acl_str(admin, team), "31:world:anyone"), 0,
+       "team/ has the open ACL (%s)", acl_str(admin, team));
+    is(strcmp(acl_str(admin, alice), want_creator), 0,
+       "the lock path is creator-only (%s)", acl_str(admin, alice));
+    zkr_mutex_new(&mb, anon, bob, NULL);
+    is(zkr_mutex_acquire(mb, 10000), ZKR_OK,
+       "another client without credentials locks team/bob/job beside it");
+    zkr_mutex_release(mb);
+    zkr_mutex_free(mb);
+    zkr_mutex_release(ma1);
+    zkr_mutex_free(ma1);
+  }
 
   /* ---- a creator-mode client under a parent with the open ACL ---- */
   snprintf(path, sizeof path, "%s/open/lock", root);

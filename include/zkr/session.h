@@ -375,6 +375,9 @@ ZKR_EXTERN int zkr_session_opts_add_auth(zkr_session_opts *opts,
  * gives every node it creates: the contender nodes of every recipe (lock,
  * read-write lock, semaphore lease and admission, election) and the parents
  * it creates for them (the lock path, a semaphore's `locks` and `leases`).
+ * Missing ancestors above the lock path, which zkr creates as containers, get
+ * the open ACL whatever the mode: they are shared with other locks (a
+ * creator-only `/team/alice/job` must not close `/team` to `/team/bob/job`).
  *
  *   ZKR_ACL_OPEN     every right for anyone (ZooKeeper's world:anyone), the
  *                    default, as Curator and kazoo do by default.
