@@ -681,6 +681,10 @@ int zkr_session_new(zkr_session **out, const char *hosts,
 }
 
 int zkr_session_close(zkr_session *s) {
+  return zkr_session_close_within(s, -1);
+}
+
+int zkr_session_close_within(zkr_session *s, int64_t wait_ms) {
   if (!s)
     return ZKR_OK;
   if (zkr__tls_in_callback)
@@ -693,8 +697,11 @@ int zkr_session_close(zkr_session *s) {
   /* Let releases still on their way reach the server first: a closed
    * session's nodes go at once only if closeSession arrives, and a node
    * left behind blocks the next contender until the session expires.
-   * Bounded by half the session timeout. */
-  int64_t until = zkr__now_ms() + s->timeout_ms / 2;
+   * Bounded by half the session timeout, or by the caller. */
+  int64_t wait = s->timeout_ms / 2;
+  if (wait_ms >= 0 && wait_ms < wait)
+    wait = wait_ms;
+  int64_t until = zkr__now_ms() + wait;
   while (!s->closing && zkr__bg_pending_locked(s) &&
          (s->state == ZKR_STATE_CONNECTED || s->state == ZKR_STATE_SUSPENDED) &&
          zkr__now_ms() < until)

@@ -72,6 +72,38 @@ static void slow_connect(const char *hosts, int renew) {
   zkr_session_close(s);
 }
 
+/* Deadlines while the server does not answer: a waiter's acquisition
+ * gives up at its time-out, and zkr_session_close_within(s, 0) does not
+ * wait for the deletion of its node, which cannot reach the server (the
+ * node is left to the session's end). zkr_session_close() would wait up
+ * to half the 20 s session timeout; both bounds are far from that. */
+static void deadline_while_paused(const char *hosts) {
+  zkt_root("t-session-faults");
+  const char *path = zkt_path("paused-lock");
+  zkr_session *sh = zkt_connect(hosts, 20000), *sw = zkt_connect(hosts, 20000);
+  zkr_mutex *mh = NULL, *mw = NULL;
+  zkr_mutex_new(&mh, sh, path, NULL);
+  zkr_mutex_new(&mw, sw, path, NULL);
+  is(zkr_mutex_acquire(mh, 10000), ZKR_OK, "a holder");
+  free(zkt_sandbox("pause 1"));
+  int64_t t0 = zkt_now_ms();
+  is(zkr_mutex_acquire(mw, 2000), ZKR_ETIMEDOUT,
+     "a waiter's acquisition while the server is stopped: ZKR_ETIMEDOUT");
+  int64_t took = zkt_now_ms() - t0;
+  ok(took < 6000, "at its 2000 ms deadline (%lld ms)", (long long)took);
+  zkr_mutex_free(mw);
+  t0 = zkt_now_ms();
+  is(zkr_session_close_within(sw, 0), ZKR_OK, "zkr_session_close_within(0)");
+  took = zkt_now_ms() - t0;
+  ok(took < 6000,
+     "does not wait for deletions that cannot reach the server (%lld ms)",
+     (long long)took);
+  free(zkt_sandbox("resume 1"));
+  zkr_mutex_release(mh);
+  zkr_mutex_free(mh);
+  zkr_session_close(sh);
+}
+
 int main(void) {
   tap_init(180);
   zkt_rec_init(&rec);
@@ -133,5 +165,6 @@ int main(void) {
   zkr_session_close(s);
   slow_connect(hosts, 0);
   slow_connect(hosts, 1);
+  deadline_while_paused(hosts);
   return tap_done();
 }

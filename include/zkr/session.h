@@ -460,10 +460,10 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  * sent by zkr): something that is not a ZooKeeper server, such as an HTTP
  * server on a mistyped port whose error page parses as a handshake, never
  * answers one, and the call fails with ZKR_ECONNECT at the connect timeout
- * (closing that connection may take up to 1.5 s more). On success the session is in state
- * ZKR_STATE_CONNECTED, and the caller holds one reference to it, released with
- * zkr_session_close(). On failure *@out is left untouched and nothing remains
- * to be released.
+ * (closing that connection may take up to 1.5 s more). On success the session
+ * is in state ZKR_STATE_CONNECTED, and the caller holds one reference to it,
+ * released with zkr_session_close(). On failure *@out is left untouched and
+ * nothing remains to be released.
  *
  * Each session runs two threads of its own in addition to the two threads of
  * the ZooKeeper client: a manager thread (session clock and renewal) and an
@@ -589,6 +589,39 @@ ZKR_EXTERN int zkr_session_new(zkr_session **out, const char *hosts,
  * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_close(zkr_session *s);
+
+/**
+ * zkr_session_close_within - close a session, waiting at most so long
+ *
+ * zkr_session_close_within() is zkr_session_close() with a bound of its own on
+ * the one wait that call may make: for releases whose deletion has not reached
+ * the server yet. It waits at most @wait_ms milliseconds for them (0: not at
+ * all; negative: half the session timeout, as zkr_session_close() does, which
+ * is also the most it ever waits). A deletion still on its way then is left to
+ * the ensemble: the node goes when the session ends, at once if the close
+ * request reaches a server, else when the session expires.
+ *
+ * It is for a caller with a deadline of its own, such as a command-line tool
+ * that gives up at its time-out or on a signal while the server does not
+ * answer. The rest of the call (closing the ZooKeeper handle, stopping the
+ * session's threads, the last listener calls) is as for zkr_session_close();
+ * closing the handle of a connection whose server does not answer takes up to
+ * 1.5 s more, the ZooKeeper client's own bound.
+ *
+ * Returns:
+ *   ZKR_OK       The session was closed, or @s was NULL.
+ *   ZKR_EDEADLK  Called from a zkr callback; the session is unchanged.
+ *   ZKR_ECLOSED  The session was already closed (only possible while a recipe
+ *                object still holds it).
+ *
+ * Thread safety:
+ * As zkr_session_close().
+ *
+ * See also: zkr_session_close()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_session_close_within(zkr_session *s, int64_t wait_ms);
 
 /**
  * zkr_session_state_get - the current state of a session
