@@ -34,7 +34,8 @@ struct zkr_mutex {
 
 /* The policy: the engine's defaults (every earlier contender blocks; hold
  * with none before; wait on the nearest; idle after a loss). */
-static const zkr__qpolicy mutex_policy = {.name = "lock-"};
+static const zkr__qpolicy mutex_policy = {.name = "lock-",
+                                          .foreign = zkr__semaphore_child};
 
 static const zkr__qpolicy *mutex_policy_of(const char *name, void *ctx) {
   (void)name;

@@ -304,6 +304,10 @@ static void evaluate(zkr__queue *q, const struct String_vector *names) {
       have_self = 1;
       continue;
     }
+    if (q->pol->foreign && q->pol->foreign(name, q->pol->ctx)) {
+      zkr__q_finish(q, ZKR_EFOREIGN);
+      return;
+    }
     if (q->pol->count_all) {
       q->npreds++; /* every other child counts (no nearest to watch) */
       continue;

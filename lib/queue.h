@@ -61,6 +61,10 @@ typedef struct zkr__qpolicy {
    * node (an election: never lead on a node of an expired session,
    * Curator's CURATOR-696) */
   int check_owner;
+  /* does a child named @name show that the parent holds another recipe's
+   * layout? Then the acquisition ends with ZKR_EFOREIGN (our node
+   * deleted) instead of queueing beside it. NULL: no child does. */
+  int (*foreign)(const char *name, void *ctx);
   void *ctx;
 } zkr__qpolicy;
 

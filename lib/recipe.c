@@ -56,6 +56,11 @@ int zkr__id_replace(char **slot, const char *id) {
 
 /* ---- states ---- */
 
+int zkr__semaphore_child(const char *name, void *ctx) {
+  (void)ctx;
+  return strcmp(name, "locks") == 0 || strcmp(name, "leases") == 0;
+}
+
 zkr_lock_state zkr__lock_state_of(zkr__qstate st) {
   switch (st) {
   case ZKR__Q_UNLOCKED:

@@ -28,6 +28,11 @@ int zkr__contender_id_check(const char *id);
  * ZKR_ENOMEM; *@slot is unchanged on failure. */
 int zkr__id_replace(char **slot, const char *id);
 
+/* A policy's foreign rule for the recipes that queue right under their
+ * path (mutex, read-write lock): the children a semaphore keeps there
+ * ("locks", "leases": Curator's InterProcessSemaphoreV2 layout). */
+int zkr__semaphore_child(const char *name, void *ctx);
+
 /* The public state of an engine state. */
 zkr_lock_state zkr__lock_state_of(zkr__qstate st);
 

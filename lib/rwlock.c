@@ -32,11 +32,13 @@ static int reader_blocked_by(const char *name, void *ctx) {
 }
 
 static const zkr__qpolicy read_policy = {.name = "__READ__",
-                                         .blocks = reader_blocked_by};
+                                         .blocks = reader_blocked_by,
+                                         .foreign = zkr__semaphore_child};
 /* A writer lists once more before it holds: a downgrade's read node
  * takes the number of a write node that was queued before it, so it can
  * appear before the writer after the writer's listing. */
-static const zkr__qpolicy write_policy = {.name = "__WRIT__", .verify = 1};
+static const zkr__qpolicy write_policy = {
+    .name = "__WRIT__", .verify = 1, .foreign = zkr__semaphore_child};
 
 static const zkr__qpolicy *policy_of(const char *name, void *ctx) {
   (void)ctx;

@@ -343,9 +343,47 @@ static void test_foreign(void) {
   is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_EFOREIGN,
      "a lease node right under PATH (kazoo's): ZKR_EFOREIGN");
   is(zkt_children(admin, path), 1, "nothing created");
-  ok(strstr(zkr_strerror(ZKR_EFOREIGN), "kazoo") != NULL, "%s",
-     zkr_strerror(ZKR_EFOREIGN));
+  ok(strstr(zkr_strerror(ZKR_EFOREIGN), "another recipe's layout") != NULL,
+     "%s", zkr_strerror(ZKR_EFOREIGN));
   who_close(&a);
+  /* recipes do not mix on one path: a mutex or a read-write lock on a
+   * semaphore's path, and a semaphore on a mutex's path, are refused */
+  path = zkt_path("mixed");
+  who_open(&a, path, 2, NULL);
+  is(zkr_semaphore_acquire(a.sem, 1, 5000, a.l), ZKR_OK, "a lease holder");
+  {
+    zkr_mutex *m = NULL;
+    zkr_rwlock *rw = NULL;
+    zkr_mutex_new(&m, a.s, path, NULL);
+    zkr_rwlock_new(&rw, a.s, path, NULL);
+    is(zkr_mutex_acquire(m, 5000), ZKR_EFOREIGN,
+       "a mutex on the semaphore's path: ZKR_EFOREIGN");
+    is(zkr_mutex_acquire(zkr_rwlock_write_lock(rw), 5000), ZKR_EFOREIGN,
+       "a write lock there: ZKR_EFOREIGN");
+    is(zkr_mutex_acquire(zkr_rwlock_read_lock(rw), 5000), ZKR_EFOREIGN,
+       "a read lock there: ZKR_EFOREIGN");
+    zkr_mutex_free(m);
+    zkr_rwlock_free(rw);
+  }
+  is(zkt_settled_children(a.s, admin, path), 2,
+     "nothing left beside locks/ and leases/");
+  zkr_lease_release(a.l[0]);
+  who_close(&a);
+  path = zkt_path("mutex-path");
+  {
+    zkr_session *ms = zkt_connect(hosts, 10000);
+    zkr_mutex *m = NULL;
+    zkr_mutex_new(&m, ms, path, NULL);
+    is(zkr_mutex_acquire(m, 5000), ZKR_OK, "a mutex holder");
+    who_open(&a, path, 3, NULL);
+    is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_EFOREIGN,
+       "a semaphore on the mutex's path: ZKR_EFOREIGN");
+    is(zkt_children(admin, path), 1, "nothing created");
+    who_close(&a);
+    zkr_mutex_release(m);
+    zkr_mutex_free(m);
+    zkr_session_close(ms);
+  }
   /* a foreign child of leases/ counts */
   path = zkt_path("foreign-lease");
   zkt_create_parents(admin, sub(path, "leases/somebody-else"),

@@ -224,7 +224,7 @@ zk.stop()
 PY
 "$zl" --permits 3 "$root/kz" -- touch "$tmp/ran-kz" 2>"$tmp/kz.err"
 st=$?
-[ $st -eq 69 ] && [ ! -e "$tmp/ran-kz" ] && grep -q "incompatible layout" "$tmp/kz.err" &&
+[ $st -eq 69 ] && [ ! -e "$tmp/ran-kz" ] && grep -q "another recipe.s layout" "$tmp/kz.err" &&
   [ "$(nodes "$root/kz")" = 0 ]
 ok $? "a path holding kazoo's semaphore layout: exit 69, command not run, nothing created (got $st: $(head -1 "$tmp/kz.err"))"
 

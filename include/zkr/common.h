@@ -56,9 +56,7 @@ extern "C" {
      "parent is an ephemeral node (it cannot have children)")                  \
   XX(EUPGRADE, -524,                                                           \
      "upgrade refused: this thread holds the read lock; release it first")     \
-  XX(EFOREIGN, -525,                                                           \
-     "the path holds another library's incompatible layout "                   \
-     "(such as kazoo's semaphore)")                                            \
+  XX(EFOREIGN, -525, "the path holds another recipe's layout")                 \
   XX(EBADCOUNT, -526, "the shared count node does not hold a 4-byte count")
 
 /** Error codes; see zkr_strerror(). */

@@ -600,6 +600,9 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  *   ZKR_ELOCKLOST     @m is the read half of a read-write lock acquired by
  *                     the thread holding the write half (a downgrade), and
  *                     the write lock's session was lost meanwhile.
+ *   ZKR_EFOREIGN      The lock path holds a semaphore's layout (its children
+ *                     locks and leases): recipes do not mix on one path. Our
+ *                     node is deleted; nothing else changes.
  *   ZKR_EDEADLK       Called from a zkr callback; nothing was done.
  *   ZKR_EINVAL        @m is NULL.
  *   ZKR_ENOMEM        Out of memory.

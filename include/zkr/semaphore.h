@@ -327,8 +327,10 @@ ZKR_EXTERN void zkr_semaphore_free(zkr_semaphore *sem);
  *   ZKR_EWOULDBLOCK   @timeout_ms was 0 and the leases were not free.
  *   ZKR_ETIMEDOUT     The deadline passed.
  *   ZKR_ECANCELED     zkr_semaphore_cancel() was called.
- *   ZKR_EFOREIGN      @path holds kazoo's semaphore layout (a number in its
- *                     data, or children other than locks and leases).
+ *   ZKR_EFOREIGN      @path holds another recipe's layout: kazoo's semaphore
+ *                     (a number in its data), or any children other than
+ *                     locks and leases (kazoo's leases, a mutex's or a
+ *                     read-write lock's nodes). Nothing is created.
  *   ZKR_ENONODE       The shared count node does not exist.
  *   ZKR_EBADCOUNT     The shared count node does not hold 4 bytes.
  *   ZKR_ENOAUTH       An ACL forbids creating the nodes.
