@@ -21,7 +21,11 @@ struct zkr_semaphore_opts {
   void *state_ud;
 };
 
-typedef enum { A_PREP, A_ADMIT, A_LEASE, A_END } aphase;
+/* A_NEW: made, its start job (job_kick) not run yet. Only that job takes
+ * it on: the end of a preparation starts the acquisitions waiting in
+ * A_PREP, and one it started too would have its admission queue started
+ * twice, and the second start fail with ZKR_EBUSY. */
+typedef enum { A_NEW, A_PREP, A_ADMIT, A_LEASE, A_END } aphase;
 
 struct zkr_lease {
   zkr_semaphore *sem;

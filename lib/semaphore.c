@@ -544,13 +544,16 @@ void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
     zkr__sem_acq_finish(sem, a, rc);
 }
 
+/* The posted start of an acquisition, which only this job takes out of
+ * A_NEW: it starts it once. */
 static void job_kick(zkr_semaphore *sem, struct acq *a) {
-  zkr__sem_acq_kick(sem, a);
+  if (a->phase == A_NEW)
+    zkr__sem_acq_kick(sem, a);
 }
 
 static void job_cancel(zkr_semaphore *sem, struct acq *a) {
   a->cancel = 1;
-  if (a->phase == A_PREP)
+  if (a->phase == A_NEW || a->phase == A_PREP)
     zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
   else if (a->phase == A_ADMIT)
     zkr__queue_cancel(a->adm);
@@ -689,7 +692,7 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->fn = fn;
   a->ud = ud;
   a->blocking = blocking;
-  a->phase = A_PREP;
+  a->phase = A_NEW; /* not A_PREP: the preparation must not start it */
   sem_enter(sem);
   a->id = ++sem->next_acq_id;
   a->next = sem->acqs;
