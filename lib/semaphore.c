@@ -578,6 +578,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   int rc = zkr__lock_path_check(path);
   if (rc != ZKR_OK)
     return rc;
+  if (strlen(path) > ZKR_SEMAPHORE_PATH_MAX)
+    return ZKR_EINVAL; /* PATH/leases would be over the path limit */
   const char *cpath = opts ? opts->count_path : NULL;
   if (cpath ? limit != 0 : (limit < 1 || limit > ZKR_SEMAPHORE_MAX))
     return ZKR_EINVAL;

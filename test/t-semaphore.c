@@ -113,6 +113,20 @@ static void test_bad_input(void) {
   is(zkr_semaphore_new(&sem, admin, "no-slash", 1, NULL), ZKR_EBADPATH,
      "a relative path");
   is(zkr_semaphore_new(&sem, admin, NULL, 1, NULL), ZKR_EBADPATH, "NULL path");
+  {
+    /* PATH/leases must stay within the 1024-byte path limit */
+    char longp[1100];
+    memset(longp, 'a', sizeof longp);
+    longp[0] = '/';
+    longp[ZKR_SEMAPHORE_PATH_MAX + 1] = '\0';
+    is(zkr_semaphore_new(&sem, admin, longp, 1, NULL), ZKR_EINVAL,
+       "a path of %d bytes: ZKR_EINVAL", ZKR_SEMAPHORE_PATH_MAX + 1);
+    longp[ZKR_SEMAPHORE_PATH_MAX] = '\0';
+    is(zkr_semaphore_new(&sem, admin, longp, 1, NULL), ZKR_OK,
+       "a path of %d bytes: fine", ZKR_SEMAPHORE_PATH_MAX);
+    zkr_semaphore_free(sem);
+    sem = NULL;
+  }
   zkr_semaphore_opts *o = NULL;
   zkr_semaphore_opts_new(&o);
   is(zkr_semaphore_opts_set_count_path(o, "bad//path"), ZKR_EBADPATH,

@@ -56,6 +56,9 @@ typedef void (*zkr_semaphore_acquire_fn)(zkr_semaphore *sem, int rc,
 /** The largest limit, and the most leases one acquisition may take. */
 #define ZKR_SEMAPHORE_MAX 65536
 
+/** The longest semaphore path, in bytes: PATH/leases within 1024 bytes. */
+#define ZKR_SEMAPHORE_PATH_MAX 1017
+
 /**
  * zkr_semaphore_opts_new - create semaphore options
  *
@@ -224,7 +227,9 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  * that cannot share a path with it: an acquisition on a path that holds
  * kazoo's layout fails with ZKR_EFOREIGN and changes nothing.
  *
- * @path follows the rules of zkr_mutex_new(). Nothing is sent to ZooKeeper
+ * @path follows the rules of zkr_mutex_new(), and is at most
+ * ZKR_SEMAPHORE_PATH_MAX (1017) bytes long, so that its child `leases` stays
+ * within zkr's 1024-byte path limit. Nothing is sent to ZooKeeper
  * before the first acquisition. Free the object with zkr_semaphore_free().
  * On failure *@out is left untouched.
  *
@@ -232,7 +237,7 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  *   ZKR_OK        *@out holds the new semaphore.
  *   ZKR_EINVAL    @out or @s is NULL; @limit is below 1 or above
  *                 ZKR_SEMAPHORE_MAX without a count path, or not 0 with
- *                 one.
+ *                 one; @path is longer than ZKR_SEMAPHORE_PATH_MAX bytes.
  *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
  *                 "/zookeeper".
  *   ZKR_ECLOSED   The session is closed.
