@@ -13,7 +13,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-elect-$$"
-echo "1..56"
+echo "1..57"
 
 # participants PATH: how many participants zkr-ls sees at PATH
 participants() {
@@ -57,6 +57,17 @@ ok $? "--leader with nobody leading exits 1 (got $st)"
 st=$?
 [ $st -eq 1 ] && "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["leader"] is None, d' "$tmp/none.json"
 ok $? "--leader --json with nobody leading: {\"leader\":null}, exit 1 (got $st)"
+# a chroot that does not exist is named (issue 85): joining said "no such
+# node", --leader "no leader"
+nc="/zkr-test-nochroot-$$"
+"$ze" -s "$hosts$nc" "$root/x" -- touch "$tmp/ran-nc" 2>"$tmp/enc"
+st=$?
+"$ze" --leader -s "$hosts$nc" "$root/x" >"$tmp/lnc.out" 2>"$tmp/lnc"
+st2=$?
+[ $st -eq 69 ] && [ ! -e "$tmp/ran-nc" ] && [ $st2 -eq 69 ] && [ ! -s "$tmp/lnc.out" ] &&
+  grep -qF "cannot join the election at $root/x: the chroot $nc of the connection string does not exist" "$tmp/enc" &&
+  grep -qF "the chroot $nc of the connection string does not exist" "$tmp/lnc"
+ok $? "a chroot that does not exist: joining and --leader exit 69 saying so (got $st: $(head -1 "$tmp/enc"); $st2: $(head -1 "$tmp/lnc"))"
 
 # --- the command's environment and status ---
 ZKR_FENCING_TOKEN=stale ZKR_LEADER_NODE=stale "$ze" --id envtest "$root/env" -- sh -c \

@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..99"
+echo "1..102"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -49,6 +49,20 @@ t0=$(now_ms)
 st=$?
 [ $st -eq 69 ] && [ ! -e "$tmp/ran69" ] && grep -q "cannot reach ZooKeeper" "$tmp/e69"
 ok $? "no server reachable: exit 69 after $(($(now_ms) - t0)) ms, command not run"
+
+# --- a chroot that does not exist is named (issue 85): it was "no such node" ---
+nc="/zkr-test-nochroot-$$"
+bad=
+for o in "" -r "--permits 2"; do
+  # shellcheck disable=SC2086 # $o: no option, or one with its value
+  "$zl" $o -s "$hosts$nc" "$root/x" -- touch "$tmp/ran-nc" 2>"$tmp/enc"
+  st=$?
+  [ $st -eq 69 ] && [ ! -e "$tmp/ran-nc" ] &&
+    grep -qF "zkr-lock: cannot acquire $root/x: the chroot $nc of the connection string does not exist" "$tmp/enc" ||
+    bad="$bad [${o:-mutex}: $st $(head -1 "$tmp/enc")]"
+done
+[ -z "$bad" ]
+ok $? "a chroot that does not exist: exit 69 saying so, command not run (mutex, -r, --permits)$bad"
 
 # --- runs the command, passes its status through ---
 "$zl" "$root/a" -- sh -c 'exit 7'
@@ -233,6 +247,8 @@ usage_says "-t 1e3 (exponent)" "invalid timeout '1e3'" -t 1e3 "$root/u" -- true
 usage_says "-t 5. (no fraction digits)" "invalid timeout '5.'" -t 5. "$root/u" -- true
 usage_says "-t 0.0004 (positive, rounds to 0 ms)" "at least 0.001" -t 0.0004 "$root/u" -- true
 usage_says "--kill-after 0.0001" "invalid --kill-after" --kill-after 0.0001 "$root/u" -- true
+usage_says "-t 9999999999 (over the maximum, issue 85)" "at most 1000000000" -t 9999999999 "$root/u" -- true
+usage_says "--kill-after 9999999999 (over the maximum)" "at most 1000000000" --kill-after 9999999999 "$root/u" -- true
 usage_says "-E ' 3'" "invalid conflict exit code" -E ' 3' "$root/u" -- true
 usage_says "--session-timeout 1" "100 to 1073741823" --session-timeout 1 "$root/u" -- true
 usage_says "--session-timeout 99" "100 to 1073741823" --session-timeout 99 "$root/u" -- true

@@ -14,7 +14,7 @@ ze="$builddir/tools/zkr-elect"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-ls-watch-$$"
-echo "1..26"
+echo "1..28"
 
 # a background job of a script starts with SIGINT ignored, which zkr-ls
 # keeps (as zkr-lock does): run_dfl gives it the default first
@@ -37,6 +37,13 @@ usage "--watch -1" "invalid --watch interval '-1'" --watch -1 "$root/q"
 usage "--watch 0.05, below 0.1 s" "invalid --watch interval" --watch 0.05 "$root/q"
 usage "--watch=soon" "invalid --watch interval 'soon'" --watch=soon "$root/q"
 usage "--watch 1 without PATH" "missing PATH" --watch 1
+usage "--watch 9999999999, over the maximum (issue 85)" "at most 1000000000" --watch 9999999999 "$root/q"
+
+# --- a write error ends it (issue 85): it used to go on writing nothing ---
+timeout 20 "$zls" --watch 0.1 "$root/q" >/dev/full 2>"$tmp/full.err"
+st=$?
+[ $st -eq 1 ] && grep -q "^zkr-ls: write error" "$tmp/full.err"
+ok $? "stdout a full device: exit 1 with 'write error' at the first block (got $st: $(head -1 "$tmp/full.err"))"
 
 # --- block after block, to a file ---
 "$zl" --id holder "$root/q" -- sh -c "echo \$\$ >'$tmp/h.pid'; exec sleep 60" &

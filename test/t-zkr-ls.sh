@@ -11,7 +11,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-ls-$$"
-echo "1..37"
+echo "1..41"
 
 "$zls" "$root/none" >"$tmp/none.out"
 st=$?
@@ -132,6 +132,15 @@ assert paths == sorted([r + "/curator", r + "/kazoo", r + "/tree/a",
                         r + "/tree/sub/b"]), paths
 PY
 ok $? "-r --json from the test root finds zkr's, Curator's and kazoo's locks"
+# what could not be written is an error, as for coreutils (issue 85)
+"$zls" -r --json "$root" >/dev/full 2>"$tmp/full.err"
+st=$?
+[ $st -eq 1 ] && grep -q "^zkr-ls: write error: " "$tmp/full.err"
+ok $? "-r --json to a full device: exit 1, 'write error' (got $st: $(head -1 "$tmp/full.err"))"
+"$zls" "$root/tree/a" >&- 2>"$tmp/closed.err"
+st=$?
+[ $st -eq 1 ] && grep -q "^zkr-ls: write error" "$tmp/closed.err"
+ok $? "a listing with stdout closed: exit 1, 'write error' (got $st: $(head -1 "$tmp/closed.err"))"
 kill $py 2>/dev/null; kill -TERM $ta $tb; wait $ta $tb $py 2>/dev/null
 
 # bad input and no server
@@ -144,6 +153,19 @@ ok $(($? == 64 ? 0 : 1)) "path with //: exit 64"
 ok $(($? == 64 ? 0 : 1)) "unknown option: exit 64"
 "$zls" -s 127.0.0.1:1 --connect-timeout 1000 "$root/q" >/dev/null 2>&1
 ok $(($? == 69 ? 0 : 1)) "no server reachable: exit 69"
+# a chroot that does not exist is said to be missing (issue 85): it was
+# shown as a free lock and an empty tree
+nc="/zkr-test-nochroot-$$"
+"$zls" -s "$hosts$nc" "$root/q" >"$tmp/nc.out" 2>"$tmp/nc.err"
+st=$?
+[ $st -eq 1 ] && [ ! -s "$tmp/nc.out" ] &&
+  grep -qF "zkr-ls: cannot read $root/q: the chroot $nc of the connection string does not exist" "$tmp/nc.err"
+ok $? "a chroot that does not exist: exit 1 saying so, not a free lock (got $st: $(head -1 "$tmp/nc.err"))"
+"$zls" -r -s "$hosts$nc" / >"$tmp/nc.out" 2>"$tmp/nc.err"
+st=$?
+[ $st -eq 1 ] && grep -qF "the chroot $nc of the connection string does not exist" "$tmp/nc.err" &&
+  ! grep -q "no locks" "$tmp/nc.out"
+ok $? "-r under a chroot that does not exist: exit 1 saying so, not an empty tree (got $st)"
 
 # --- -r over a hostile tree (issue 17, item 6) ---
 # aa, batches/1718409600/job and zz hold a lock each; "locked" may not be

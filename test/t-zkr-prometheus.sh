@@ -21,7 +21,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-prometheus-$$"
 me=$(hostname)
-echo "1..57"
+echo "1..66"
 
 # ---- helpers ----
 # figure FILE 'PYTHON EXPRESSION': true if the expression holds, with
@@ -216,6 +216,39 @@ ok $? "-o FILE: mode 644 under umask 022 (readable by node_exporter), no tempora
 st=$?
 [ $st -eq 1 ] && grep -q "cannot write" "$tmp/o.err"
 ok $? "-o into a directory that does not exist: exit 1, a message (got $st: $(head -1 "$tmp/o.err"))"
+# through a symbolic link (issue 85): the link stays and the file it leads
+# to is replaced, by way of a temporary file in that file's directory
+mkdir -p "$tmp/tf2"
+echo "garbage" >"$tmp/tf2/real.prom"
+ln -s ../tf2/real.prom "$tmp/tf/link.prom"
+"$zls" --prometheus -o "$tmp/tf/link.prom" "$root" 2>"$tmp/l.err"
+st=$?
+[ $st -eq 0 ] && [ -L "$tmp/tf/link.prom" ] && [ "$(readlink "$tmp/tf/link.prom")" = ../tf2/real.prom ] &&
+  figure "$tmp/tf2/real.prom" "m('zkr_lock_holders', path='$root/f') == 1" &&
+  [ "$(ls "$tmp/tf2")" = real.prom ] && [ "$(ls "$tmp/tf" | tr '\n' ' ')" = "link.prom zkr.prom " ]
+ok $? "-o a symbolic link: the link kept, the file it leads to replaced, no temporary file left (exit $st: $(head -1 "$tmp/l.err"))"
+# anything but a regular file is refused, untouched (issue 85: as root,
+# -o /dev/full replaced the device with a regular file): a FIFO, a link to
+# it, and as root a device node made here
+mkdir -p "$tmp/tf3"
+mkfifo "$tmp/tf3/fifo"
+ln -s fifo "$tmp/tf3/to-fifo"
+targets="fifo to-fifo"
+if [ "$(id -u)" = 0 ] && mknod "$tmp/tf3/full" c 1 7 2>/dev/null; then targets="$targets full"; fi
+bad=
+for t in $targets; do
+  "$zls" --prometheus -o "$tmp/tf3/$t" "$root" 2>"$tmp/nr.err"
+  st=$?
+  [ $st -eq 1 ] && grep -q "^zkr-ls: cannot write $tmp/tf3/$t: .*not a regular file" "$tmp/nr.err" || bad="$bad [$t: $st $(head -1 "$tmp/nr.err")]"
+done
+[ -p "$tmp/tf3/fifo" ] && [ -L "$tmp/tf3/to-fifo" ] && { [ ! -e "$tmp/tf3/full" ] || [ -c "$tmp/tf3/full" ]; } &&
+  [ "$(ls "$tmp/tf3" | tr '\n' ' ')" = "$(echo $targets | tr ' ' '\n' | sort | tr '\n' ' ')" ] && [ -z "$bad" ]
+ok $? "-o a non-regular file ($targets): exit 1, 'not a regular file', left as it was, nothing written$bad"
+# a write error on stdout is an error (issue 85)
+"$zls" --prometheus "$root" >/dev/full 2>"$tmp/full.err"
+st=$?
+[ $st -eq 1 ] && grep -q "^zkr-ls: write error: " "$tmp/full.err"
+ok $? "--prometheus to a full device: exit 1, 'write error' (got $st: $(head -1 "$tmp/full.err"))"
 
 # ---- no server ----
 "$zls" --prometheus -s 127.0.0.1:1 --connect-timeout 500 "$root" >"$tmp/down.prom" 2>"$tmp/down.err"
@@ -307,6 +340,8 @@ ok $st "promtool test rules: each alert fires on the series it is about (with th
 if [ ! -x "$zex" ]; then
   for d in start "GET /metrics" promtool figures content-type "/ and 404" 405 changes \
     SIGTERM malformed "port range" "in use" "not local" scrape-timeout \
+    "scrape-timeout maximum" "max-connections 0" "1100 idle: connected" \
+    "1100 idle: scrape" "1100 idle: closed" "max-connections reached" \
     "unreachable: up 0" "unreachable: logged" "unreachable: SIGTERM" "SIGTERM connecting" \
     "server gone: up 1" "server gone: up 0" "server gone: logged"; do
     if [ "${ZKR_TEST_NO_SKIP:-0}" = 1 ]; then
@@ -388,6 +423,103 @@ ex_bad "a port out of range" 64 "invalid listen address" --listen 127.0.0.1:6553
 ex_bad "a port in use (the ZooKeeper server's)" 69 "cannot listen on" --listen "127.0.0.1:${hosts##*:}" "$root"
 ex_bad "an address not of this machine" 69 "cannot listen on" --listen 192.0.2.1:9787 "$root"
 ex_bad "--scrape-timeout 0" 64 "invalid --scrape-timeout" --listen 127.0.0.1:0 --scrape-timeout 0 "$root"
+ex_bad "--scrape-timeout 9999999999" 64 "at most 1000000000" --listen 127.0.0.1:0 --scrape-timeout 9999999999 "$root"
+ex_bad "--max-connections 0" 64 "invalid --max-connections" --listen 127.0.0.1:0 --max-connections 0 "$root"
+
+# ---- idle connections (issue 85): with select() no descriptor past 1024
+# was served, so that about 1,000 idle connections shut every scrape out
+# until they timed out (30 s). 1,100 here, against an open file limit of
+# 1024 (a common default), which the exporter raises to fit
+# --max-connections ----
+cat >"$tmp/idle.py" <<'PY'
+# idle.py HOST PORT N SCRAPE-SECONDS OUT PID [--no-wait]: open N idle
+# connections to the exporter PID (held by it: its socket count grows),
+# scrape within SCRAPE-SECONDS, then (unless --no-wait) wait up to 25 s
+# from the first for the exporter to close them. Prints: ACCEPTED STATUS
+# SECONDS CLOSED AFTER
+import os, resource, selectors, socket, sys, time, urllib.request
+host, port, n, scrape_s, out, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+wait_close = len(sys.argv) < 8 or sys.argv[7] != "--no-wait"
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if soft != resource.RLIM_INFINITY and soft < n + 64:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n + 64 if hard == resource.RLIM_INFINITY else min(n + 64, hard), hard))
+def held():  # the exporter's sockets
+    k = 0
+    for fd in os.listdir("/proc/%s/fd" % pid):
+        try:
+            k += os.readlink("/proc/%s/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return k
+base = held()
+t_open = time.monotonic()
+socks = []
+# in batches, each waited for until the exporter holds it: a connection
+# the kernel completed (a SYN cookie) is not yet one the exporter took
+while len(socks) < n and time.monotonic() < t_open + 30:
+    try:
+        for i in range(min(50, n - len(socks))):
+            s = socket.create_connection((host, port), timeout=5)
+            s.setblocking(False)
+            socks.append(s)
+    except OSError:
+        break
+    end = time.monotonic() + 5
+    while held() < base + len(socks) and time.monotonic() < end:
+        time.sleep(0.02)
+    if held() < base + len(socks):
+        break  # it takes no more
+accepted = min(held() - base, len(socks))
+t0 = time.monotonic()
+try:
+    r = urllib.request.urlopen("http://%s:%d/metrics" % (host, port), timeout=scrape_s)
+    body, status = r.read(), str(r.status)
+except Exception as e:
+    body, status = b"", type(e).__name__
+took = time.monotonic() - t0
+open(out, "wb").write(body)
+sel = selectors.DefaultSelector()
+for s in socks:
+    sel.register(s, selectors.EVENT_READ)
+closed, end = 0, t_open + 25
+while wait_close and closed < len(socks) and time.monotonic() < end:
+    for key, _ in sel.select(timeout=0.5):
+        try:
+            d = key.fileobj.recv(1)
+        except BlockingIOError:
+            continue
+        except OSError:
+            d = b""
+        if not d:
+            sel.unregister(key.fileobj)
+            closed += 1
+print(accepted, status, "%.3f" % took, closed, "%.1f" % (time.monotonic() - t_open))
+PY
+(ulimit -Sn 1024 2>/dev/null; exec "$zex" --listen 127.0.0.1:0 --scrape-timeout 8 "$root" 2>"$tmp/exi.log") &
+ex=$!; pids+=($ex)
+wait_for 30 grep -q "serving http://127.0.0.1:[0-9]*/metrics" "$tmp/exi.log"
+url=$(sed -n 's|.*serving \(http://127.0.0.1:[0-9]*\)/metrics.*|\1|p' "$tmp/exi.log" | head -n 1)
+port=${url##*:}
+read -r up status took closed after < <("$py" "$tmp/idle.py" 127.0.0.1 "$port" 1100 8 "$tmp/exi.prom" $ex)
+nofile=$(awk '/^Max open files/ {print $4}' "/proc/$ex/limits")
+[ "${up:-0}" -eq 1100 ] && { [ "$nofile" = unlimited ] || [ "$nofile" -ge 1164 ]; }
+ok $? "1100 idle connections, all taken by zkr-exporter (${up:-none}; its open file limit raised from 1024 to $nofile)"
+[ "$status" = 200 ] && "$py" -c "import sys; sys.exit(not float(sys.argv[1]) < 8)" "$took" &&
+  figure "$tmp/exi.prom" "m('zkr_up', root='$root') == 1"
+ok $? "with them open, a scrape answers within --scrape-timeout (8 s) with zkr_up 1 (got $status in $took s)"
+[ "${closed:-0}" -eq 1100 ]
+ok $? "the idle connections were closed by the exporter within 25 s, not kept 30 s (${closed:-0} closed, $after s after opening)"
+kill -TERM $ex
+wait $ex
+# --max-connections: a connection past the limit is not served
+start_exporter "$tmp/exm.log" --max-connections 3 "$root"
+read -r up status took closed after < <("$py" "$tmp/idle.py" 127.0.0.1 "${url##*:}" 3 0.5 "$tmp/exm.prom" $ex --no-wait)
+wait_for 10 sh -c "'$py' -c 'import sys, urllib.request; sys.exit(urllib.request.urlopen(sys.argv[1], timeout=5).status != 200)' '$url/metrics' 2>/dev/null"
+st=$?
+[ "$up" = 3 ] && [ "$status" != 200 ] && [ $st -eq 0 ]
+ok $? "--max-connections 3: with 3 open a fourth is not served ($status); once they are closed it is ($st)"
+kill -TERM $ex
+wait $ex
 
 # no server reachable: zkr_up 0, and the error logged
 start_exporter "$tmp/exd.log" -s 127.0.0.1:1 --connect-timeout 300 "$root"

@@ -17,7 +17,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-stats-$$"
-echo "1..24"
+echo "1..25"
 
 # check FILE 'PYTHON EXPRESSION': FILE holds one JSON object, d, for
 # which the expression holds
@@ -191,6 +191,16 @@ st=$?
 grep '^{' "$tmp/en.err" >"$tmp/en.json"
 [ $st -eq 69 ] && check "$tmp/en.json" "d['outcome'] == 'error' and d['wait_ms'] is None and d['exit_status'] == 69"
 ok $? "zkr-elect, no server reachable: error, exit 69 as before (got $st)"
+
+# the stats line cannot be written (stderr a full device): the exit status
+# stays COMMAND's, which ran and may not be mistaken for one that failed
+# (issue 85: documented in zkr-lock(1) and zkr-elect(1))
+"$zl" --stats "$root/full" -- sh -c 'exit 7' 2>/dev/full
+st=$?
+"$ze" --stats --json "$root/full2" -- sh -c 'exit 5' 2>/dev/full
+st2=$?
+[ $st -eq 7 ] && [ $st2 -eq 5 ]
+ok $? "--stats to a full stderr: the exit status is still COMMAND's (zkr-lock $st, zkr-elect $st2)"
 
 # without --stats nothing more is said
 "$zl" "$root/q" -- true 2>"$tmp/q.err" && "$ze" "$root/q2" -- true 2>>"$tmp/q.err"

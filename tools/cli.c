@@ -120,7 +120,7 @@ int parse_seconds(const char *s, int64_t *ms) {
   const char *p = s;
   for (; *p >= '0' && *p <= '9'; p++) {
     whole = whole * 10 + (*p - '0');
-    if (whole > 1000000000)
+    if (whole > SECONDS_MAX)
       return -1;
   }
   int64_t frac = 0; /* milliseconds */
@@ -143,7 +143,7 @@ int parse_seconds(const char *s, int64_t *ms) {
   if (*p != '\0')
     return -1;
   int64_t v = whole * 1000 + frac + round_up;
-  if (v > (int64_t)1000000000 * 1000)
+  if (v > (int64_t)SECONDS_MAX * 1000)
     return -1;
   if (v == 0 && nonzero)
     return -2;
@@ -154,6 +154,61 @@ int parse_seconds(const char *s, int64_t *ms) {
 const char *default_servers(void) {
   const char *s = getenv("ZKR_SERVERS");
   return s && *s ? s : "127.0.0.1:2181";
+}
+
+int stdout_failed(void) {
+  /* an earlier write may have failed (ferror) with its data dropped, so
+   * that the flush succeeds: then the reason is not known any more */
+  int failed = ferror(stdout);
+  int e = 0;
+  if (fflush(stdout) != 0) {
+    failed = 1;
+    e = errno;
+  }
+  if (!failed)
+    return 0;
+  if (e)
+    fprintf(stderr, "%s: write error: %s\n", prog, strerror(e));
+  else
+    fprintf(stderr, "%s: write error\n", prog);
+  return 1;
+}
+
+const char *chroot_of(const char *servers) {
+  /* no '/' in the host list: IPv6 addresses hold ':' and brackets only */
+  const char *c = servers ? strchr(servers, '/') : NULL;
+  return c && c[1] ? c : NULL;
+}
+
+/* The connection string of run_session()'s session. */
+static const char *session_servers;
+
+int chroot_missing(zkr_session *s, const char *servers, int64_t timeout_ms) {
+  if (!servers)
+    servers = session_servers;
+  if (!s || !chroot_of(servers))
+    return 0;
+  /* "/" of a session with a chroot is the chroot's node itself */
+  char **kids = NULL;
+  size_t n = 0;
+  int rc = zkr_session_children(s, "/", timeout_ms, &kids, &n);
+  if (rc == ZKR_OK)
+    zkr_children_free(kids, n);
+  return rc == ZKR_ENONODE;
+}
+
+const char *chroot_missing_text(const char *servers) {
+  const char *c = chroot_of(servers ? servers : session_servers);
+  static const char pre[] = "the chroot ",
+                    post[] = " of the connection string does not exist";
+  size_t len = sizeof pre + strlen(c ? c : "") + sizeof post;
+  char *raw = malloc(len);
+  if (!raw)
+    return "the chroot of the connection string does not exist";
+  snprintf(raw, len, "%s%s%s", pre, c ? c : "", post);
+  const char *e = esc(raw); /* the chroot may hold anything printable */
+  free(raw);
+  return e;
 }
 
 int utf8_seq(const unsigned char *p, uint32_t *cp) {
@@ -342,6 +397,12 @@ const char *base_name(const char *p) {
   return s && s[1] ? s + 1 : p;
 }
 
+const char *why_failed(zkr_session *s, int rc) {
+  if (rc == ZKR_ENONODE && chroot_missing(s, NULL, 5000))
+    return chroot_missing_text(NULL);
+  return zkr_strerror(rc);
+}
+
 int exit_for(int rc) {
   if (rc == ZKR_ESESSIONLOST || rc == ZKR_ECONNLOSS)
     return EX_TEMPFAIL;
@@ -383,7 +444,7 @@ int run_opt(struct run_opts *o, int c, const char *arg) {
   case OPT_KILL_AFTER:
     if (parse_seconds(arg, &o->kill_after_ms) != 0)
       usage_error("invalid --kill-after '%s': seconds as a plain decimal, "
-                  "0 or at least 0.001 (1 ms)",
+                  "0 or at least 0.001 (1 ms), at most " SECONDS_MAX_TEXT,
                   esc(arg));
     return 1;
   case OPT_ACL:
@@ -532,6 +593,7 @@ int run_session(const struct run_opts *o, int renew, zkr_session **out) {
     return EX_SOFTWARE;
   }
   *out = NULL;
+  session_servers = o->servers;
   rc = zkr_session_new(out, o->servers, so);
   zkr_session_opts_free(so);
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)

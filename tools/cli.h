@@ -33,13 +33,36 @@ void option_error(int c, char *const argv[], const struct option *longopts)
 /* A plain decimal integer (digits only, no sign, space or base prefix) in
  * [lo, hi] into *out; 0, or -1 if @s is not one. */
 int parse_long(const char *s, long lo, long hi, long *out);
+/* The largest number of seconds parse_seconds() takes (about 31.7
+ * years), for messages: "at most " SECONDS_MAX_TEXT. */
+#define SECONDS_MAX 1000000000
+#define SECONDS_MAX_TEXT "1000000000"
 /* Seconds as a plain decimal ("2", "0.5": digits with an optional
- * fraction, at most 10^9) into milliseconds, rounded to the nearest.
- * Returns 0; -1 if @s is not such a number; -2 if it is positive but
- * rounds to 0 ms. */
+ * fraction, at most SECONDS_MAX) into milliseconds, rounded to the
+ * nearest. Returns 0; -1 if @s is not such a number (also when it is
+ * over SECONDS_MAX); -2 if it is positive but rounds to 0 ms. */
 int parse_seconds(const char *s, int64_t *ms);
 /* $ZKR_SERVERS if set and not empty, else 127.0.0.1:2181. */
 const char *default_servers(void);
+
+/* At the end of a tool whose output is on stdout: flush it and check
+ * that all of it was written (a full disk, a closed descriptor), as
+ * coreutils do. 0; or 1 after saying "prog: write error: REASON". */
+int stdout_failed(void);
+
+/* The chroot of the connection string @servers ("/app" of
+ * "zk1:2181,zk2:2181/app"), or NULL if it has none. */
+const char *chroot_of(const char *servers);
+/* After an operation of @s, connected with @servers (NULL: the session
+ * of run_session()), failed with ZKR_ENONODE: 1 if @servers has a chroot
+ * whose node does not exist (the server asked, within @timeout_ms), else
+ * 0. Below a missing chroot every operation fails so, which reads as if
+ * the path were at fault. */
+int chroot_missing(zkr_session *s, const char *servers, int64_t timeout_ms);
+/* "the chroot /app of the connection string does not exist", for
+ * @servers (NULL: run_session()'s), escaped; it lives as esc()'s results
+ * do. */
+const char *chroot_missing_text(const char *servers);
 
 /* The length of the valid UTF-8 sequence at @p (1 for ASCII), or 0 if the
  * byte at @p does not start one (overlong forms, surrogates and code
@@ -82,6 +105,10 @@ const char *base_name(const char *p);
 /* The exit status for an error @rc of joining a queue: 75 for a lost
  * session or connection, 69 for what ZooKeeper refused, else 70. */
 int exit_for(int rc);
+/* Why an operation of @s, made by run_session(), failed with @rc, for a
+ * message: zkr_strerror(@rc), or chroot_missing_text() for a ZKR_ENONODE
+ * under a chroot that does not exist (asked of the server). */
+const char *why_failed(zkr_session *s, int rc);
 
 /* The options zkr-lock and zkr-elect share; CLI_RUN_LONGOPTS in their
  * struct option arrays, "s:vV" in their short options. */

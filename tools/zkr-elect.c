@@ -162,6 +162,10 @@ static int show_leader(zkr_session *s, const char *path) {
     zkr_session_close(s);
     usage_error("invalid election path '%s': %s", esc(path), zkr_strerror(rc));
   }
+  if (rc == ZKR_ENONODE && chroot_missing(s, NULL, op_timeout_ms)) {
+    msg("cannot read %s: %s", esc(path), chroot_missing_text(NULL));
+    return exit_for(rc);
+  }
   if (rc == ZKR_ENONODE) {
     if (json)
       print_leader(path, NULL);
@@ -432,7 +436,7 @@ static int terms(zkr_session *s, const char *path, char **cmd,
   stats.waiting_since = now_ms();
   rc = zkr_election_start(e);
   if (rc != ZKR_OK) {
-    msg("cannot join the election at %s: %s", path, zkr_strerror(rc));
+    msg("cannot join the election at %s: %s", path, why_failed(s, rc));
     leave(e, s);
     return stats_end("error", exit_for(rc));
   }
@@ -445,7 +449,7 @@ static int terms(zkr_session *s, const char *path, char **cmd,
       return die_by_signal(sig); /* as the signal would have */
     }
     if (sig < 0) {
-      msg("cannot join the election at %s: %s", path, zkr_strerror(err));
+      msg("cannot join the election at %s: %s", path, why_failed(s, err));
       leave(e, s);
       return stats_end("error", exit_for(err));
     }

@@ -5,15 +5,20 @@
  * Curator, kazoo), at /metrics.
  *
  *   zkr-exporter [--listen ADDR:PORT] [-s HOSTS] [--permits N]
- *                [--connect-timeout MS] [--scrape-timeout SECONDS] [ROOT]
+ *                [--connect-timeout MS] [--scrape-timeout SECONDS]
+ *                [--max-connections N] [ROOT]
  *
  * The metrics are those of zkr-ls --prometheus, made by the same code:
  * this file includes tools/zkr-ls.c with its main() renamed. The HTTP
  * side is libmicrohttpd's, with one internal thread, so scrapes are
  * served one at a time; each reads the tree afresh, within
- * --scrape-timeout. One ZooKeeper session serves every scrape (renewed
- * by the library if lost). A scrape that cannot read the tree (no server
- * reachable, a read failed or took too long) answers zkr_up 0, and the
+ * --scrape-timeout. The thread waits with epoll (poll where the library
+ * has no epoll), not select(), whose 1024 descriptors idle connections
+ * once filled so that no scrape got through; at most --max-connections
+ * are open at once (the open file limit is raised to fit them), and one
+ * idle for 10 s is closed. One ZooKeeper session serves every scrape
+ * (renewed by the library if lost). A scrape that cannot read the tree (no
+ * server reachable, a read failed or took too long) answers zkr_up 0, and the
  * error is logged on stderr when it differs from the last one logged.
  * A bad listen address ends zkr-exporter at start: 64 if it is
  * malformed, 69 if nothing can listen there; SIGINT and SIGTERM end it
@@ -28,6 +33,7 @@ int main(int argc, char **argv);
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #if MHD_VERSION < 0x00097002
@@ -37,12 +43,19 @@ typedef enum MHD_Result mhd_result;
 #endif
 
 #define DEFAULT_LISTEN "127.0.0.1:9787"
+#define IDLE_TIMEOUT_S 10u        /* an idle HTTP connection is closed */
+#define MAX_CONNECTIONS 4096      /* --max-connections by default */
+#define MAX_CONNECTIONS_MAX 65536 /* and at most */
+/* Descriptors beside the HTTP connections: stdio, the listening socket,
+ * epoll's, libmicrohttpd's and the ZooKeeper client's pipes and socket. */
+#define FD_SPARE 64
 
 static struct {
   const char *servers;
   const char *root;
   long connect_ms;
   int64_t scrape_ms;
+  long max_conn;
   zkr_session *s;
   char logged[sizeof msgs]; /* the last errors logged; "" once all is well */
 } ex;
@@ -68,13 +81,18 @@ static void exporter_help(void) {
       "                              start and at a scrape (default 5000)\n"
       "      --scrape-timeout SECONDS  reading the tree must take no longer\n"
       "                              (default 8), else zkr_up is 0\n"
+      "      --max-connections N     HTTP connections open at once, 1 to\n"
+      "                              %d (default %d; the open file limit\n"
+      "                              is raised to fit); an idle one is\n"
+      "                              closed after %u s\n"
       "  -h, --help                  this help\n"
       "  -V, --version               print the zkr version\n"
       "\n"
       "Exit status: 0 after SIGINT or SIGTERM; 64 usage (also a malformed\n"
       "listen address); 69 cannot listen at the address; 70 internal\n"
       "error.\n",
-      prog, DEFAULT_LISTEN, ZKR_SEMAPHORE_MAX);
+      prog, DEFAULT_LISTEN, ZKR_SEMAPHORE_MAX, MAX_CONNECTIONS_MAX,
+      MAX_CONNECTIONS, IDLE_TIMEOUT_S);
 }
 
 /* "prog: MESSAGE" on stderr, the exporter's log. */
@@ -278,7 +296,10 @@ static int listen_on(const char *host, const char *port, char *why, size_t wl) {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (ai->ai_family == AF_INET6 && !host[0])
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+    /* a long queue: a burst of connections is not dropped (and retried
+     * seconds later) while the HTTP thread accepts them */
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
       err = errno;
       close(fd);
       fd = -1;
@@ -312,19 +333,45 @@ static void bound_name(int fd, char *buf, size_t len) {
   }
 }
 
+/* Room for @want HTTP connections: the soft open file limit raised to
+ * fit them and FD_SPARE more, as far as the hard limit allows. Returns
+ * how many fit: @want, or fewer (logged) when the hard limit is lower. */
+static long fit_connections(long want) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+    return want;
+  rlim_t need = (rlim_t)want + FD_SPARE;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+    struct rlimit up = rl;
+    up.rlim_cur =
+        rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+      rl.rlim_cur = up.rlim_cur;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+    return want;
+  long fit = rl.rlim_cur > FD_SPARE ? (long)(rl.rlim_cur - FD_SPARE) : 1;
+  note("the open file limit (%llu) leaves room for %ld HTTP connections, not "
+       "%ld: serving at most %ld at once",
+       (unsigned long long)rl.rlim_cur, fit, want, fit);
+  return fit;
+}
+
 int main(int argc, char **argv) {
   prog = "zkr-exporter";
   const char *listen_addr = DEFAULT_LISTEN;
   ex.servers = default_servers();
   ex.connect_ms = 5000;
   ex.scrape_ms = 8000;
-  enum { OPT_PERMITS = OPT_NEXT, OPT_SCRAPE };
+  ex.max_conn = MAX_CONNECTIONS;
+  enum { OPT_PERMITS = OPT_NEXT, OPT_SCRAPE, OPT_MAX_CONN };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, 'l'},
       {"servers", required_argument, NULL, 's'},
       {"permits", required_argument, NULL, OPT_PERMITS},
       {"connect-timeout", required_argument, NULL, OPT_CONNECT},
       {"scrape-timeout", required_argument, NULL, OPT_SCRAPE},
+      {"max-connections", required_argument, NULL, OPT_MAX_CONN},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
@@ -352,15 +399,21 @@ int main(int argc, char **argv) {
     case OPT_SCRAPE:
       if (parse_seconds(optarg, &ex.scrape_ms) != 0 || ex.scrape_ms < 1)
         usage_error("invalid --scrape-timeout '%s': seconds as a plain "
-                    "decimal, at least 0.001",
+                    "decimal, at least 0.001 and at most " SECONDS_MAX_TEXT,
                     esc(optarg));
+      break;
+    case OPT_MAX_CONN:
+      if (parse_long(optarg, 1, MAX_CONNECTIONS_MAX, &ex.max_conn) != 0)
+        usage_error("invalid --max-connections '%s': a plain decimal from 1 "
+                    "to %d",
+                    esc(optarg), MAX_CONNECTIONS_MAX);
       break;
     case 'h':
       exporter_help();
-      return 0;
+      return stdout_failed();
     case 'V':
       printf("zkr-exporter (zkr) %s\n", zkr_version());
-      return 0;
+      return stdout_failed();
     default:
       option_error(c, argv, longopts);
     }
@@ -368,6 +421,7 @@ int main(int argc, char **argv) {
   if (optind + 1 < argc)
     usage_error("one ROOT only (extra '%s')", esc(argv[optind + 1]));
   ex.root = optind < argc ? argv[optind] : "/";
+  conn_servers = ex.servers;
   if (ex.root[0] != '/')
     usage_error("invalid root '%s': %s", esc(ex.root),
                 zkr_strerror(ZKR_EBADPATH));
@@ -407,10 +461,20 @@ int main(int argc, char **argv) {
   msgs_len = 0;
   msgs[0] = '\0';
 
+  /* epoll (else poll): select() serves no descriptor past 1024, so that
+   * a thousand idle connections once shut every scrape out */
+  unsigned flags = MHD_USE_ERROR_LOG;
+  if (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES)
+    flags |= MHD_USE_EPOLL_INTERNAL_THREAD;
+  else if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
+    flags |= MHD_USE_POLL_INTERNAL_THREAD;
+  else
+    flags |= MHD_USE_INTERNAL_POLLING_THREAD;
+  long max_conn = fit_connections(ex.max_conn);
   struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-      answer, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+      flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+      NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
+      IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn,
       MHD_OPTION_END);
   if (!d) {
     note("cannot start the HTTP server on %s", where);

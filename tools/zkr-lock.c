@@ -226,7 +226,8 @@ static void help(void) {
       "  -s, --servers HOSTS        ZooKeeper connection string (default:\n"
       "                             $ZKR_SERVERS, else 127.0.0.1:2181)\n"
       "  -t, --timeout SECONDS      wait at most SECONDS for the lock (0: try\n"
-      "                             once); default: wait without limit\n"
+      "                             once; at most 1000000000); default: wait\n"
+      "                             without limit\n"
       "  -E, --conflict-exit-code N exit status when the lock is not\n"
       "                             acquired in time (default 1)\n"
       "      --session-timeout MS   ZooKeeper session timeout, 100 to\n"
@@ -400,9 +401,10 @@ int main(int argc, char **argv) {
     switch (c) {
     case 't':
       if (parse_seconds(optarg, &timeout_ms) != 0)
-        usage_error("invalid timeout '%s': seconds as a plain decimal, 0 "
-                    "(try once) or at least 0.001 (1 ms)",
-                    esc(optarg));
+        usage_error(
+            "invalid timeout '%s': seconds as a plain decimal, 0 "
+            "(try once) or at least 0.001 (1 ms), at most " SECONDS_MAX_TEXT,
+            esc(optarg));
       break;
     case 'E':
       if (parse_long(optarg, 0, 255, &conflict) != 0)
@@ -539,6 +541,9 @@ int main(int argc, char **argv) {
   int arc = acquire_rc;
   if (got_signal || arc != ZKR_OK) {
     lock_free(); /* leaves the queue: our node is deleted */
+    /* (asked before the session goes: a missing chroot reads as a
+     * missing node) */
+    const char *why = got_signal ? "" : why_failed(s, arc);
     zkr_session_close(s);
     if (got_signal) {
       stats_end("interrupted", 128 + got_signal);
@@ -554,7 +559,7 @@ int main(int argc, char **argv) {
             timeout_ms == 0 ? "(tried once)" : "in time");
       return stats_end("not-acquired", (int)conflict);
     }
-    msg("cannot acquire %s: %s", path, zkr_strerror(arc));
+    msg("cannot acquire %s: %s", path, why);
     return stats_end("error", exit_for(arc));
   }
 

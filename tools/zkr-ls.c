@@ -22,8 +22,11 @@
  * (node_exporter's textfile collector). zkr-exporter (zkr-exporter.c)
  * includes this file with main() renamed and serves the same metrics
  * over HTTP.
+ * A missing chroot (-s HOST:PORT/CHROOT) is an error, not an empty tree;
+ * -o through a symbolic link replaces the file it leads to, and refuses
+ * anything but a regular file.
  * Exit status: 0; 2 -r listed the rest but skipped some subtrees; 64 usage;
- * 69 no server reachable; 1 another error.
+ * 69 no server reachable; 1 another error (also a write error on stdout).
  */
 #include "config.h"
 
@@ -60,6 +63,8 @@ static int64_t deadline;
 static int quiet;
 static char msgs[2048];
 static size_t msgs_len;
+/* The connection string, to tell a missing chroot from a missing node. */
+static const char *conn_servers;
 
 /* What is shown for one path: the contenders of a lock, of a
  * semaphore its lease nodes ("leases/NAME") and then the contenders
@@ -94,7 +99,8 @@ static void help(void) {
          "                            and election under PATH (default /) as\n"
          "                            Prometheus metrics\n"
          "  -o, --output FILE         with --prometheus: write FILE (replaced\n"
-         "                            atomically) instead of stdout\n"
+         "                            atomically; a regular file, or a\n"
+         "                            symbolic link to one) instead of stdout\n"
          "      --permits N           the limit of a semaphore at PATH, to\n"
          "                            tell its waiting lease node (1 to %d)\n"
          "      --connect-timeout MS  how long to try to reach a server\n"
@@ -107,7 +113,7 @@ static void help(void) {
          "\n"
          "Exit status: 0; 2 with -r, some subtrees could not be listed and\n"
          "were skipped (warnings on stderr; the rest was listed); 64 usage;\n"
-         "69 no server reachable; 1 other errors.\n",
+         "69 no server reachable; 1 other errors (a write error too).\n",
          prog, prog, ZKR_SEMAPHORE_MAX);
 }
 
@@ -480,12 +486,23 @@ static void show(const char *path, const struct view *v, int always) {
   locks_shown++;
 }
 
+/* @path has no node: under a chroot that does not exist, an error (1,
+ * said), rather than an empty lock or tree; else 0. */
+static int no_node(zkr_session *s, const char *path) {
+  if (!chroot_missing(s, conn_servers, op_timeout()))
+    return 0;
+  say("cannot read %s: %s", esc(path), chroot_missing_text(conn_servers));
+  return 1;
+}
+
 static int list_one(zkr_session *s, const char *path) {
   char **kids = NULL;
   size_t nk = 0;
   int rc = zkr_session_children(s, path, op_timeout(), &kids, &nk);
   if (rc != ZKR_OK && rc != ZKR_ENONODE)
     return fail(rc, "cannot read", path);
+  if (rc == ZKR_ENONODE && no_node(s, path))
+    return 1;
   struct view v = {NULL, 0, 0, 0};
   rc = rc == ZKR_OK && sem_layout(kids, nk)
            ? sem_view(s, path, &v)
@@ -516,7 +533,7 @@ static int walk(zkr_session *s, const char *path, int top) {
   size_t n = 0;
   int rc = zkr_session_children(s, path, op_timeout(), &kids, &n);
   if (rc == ZKR_ENONODE)
-    return 0; /* gone meanwhile */
+    return top ? no_node(s, path) : 0; /* (else gone meanwhile) */
   if (rc != ZKR_OK && skippable(rc) && !(top && rc == ZKR_EBADPATH)) {
     skip(path, zkr_strerror(rc));
     return 0;
@@ -900,18 +917,106 @@ static int prom_scrape(zkr_session *s, const char *root, struct scrape *sc) {
   return status;
 }
 
+/* The file that -o @file writes: @file itself, or, if it is a symbolic
+ * link, the file it leads to (a relative link read from the link's
+ * directory), which need not exist yet: the link stays, as with a plain
+ * write through it. NULL (said) if the links loop or nest more than 40
+ * deep, or out of memory. */
+static char *output_target(const char *file) {
+  char *cur = strdup(file);
+  for (int hops = 0; cur; hops++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      return cur; /* not there (created), or not a link */
+    if (hops == 40) {
+      fprintf(stderr, "%s: cannot write %s: %s\n", prog, esc(file),
+              strerror(ELOOP));
+      free(cur);
+      return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 2; /* a /proc link says 0 */
+    char *link = NULL;
+    ssize_t n = -1;
+    for (;;) {
+      free(link);
+      link = malloc(cap);
+      if (!link)
+        break;
+      n = readlink(cur, link, cap);
+      if (n < 0 || (size_t)n < cap)
+        break;
+      cap *= 2; /* it grew meanwhile */
+    }
+    if (!link || n < 0) {
+      if (link)
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, esc(file),
+                strerror(errno));
+      else
+        fprintf(stderr, "%s: out of memory\n", prog);
+      free(link);
+      free(cur);
+      return NULL;
+    }
+    link[n] = '\0';
+    const char *slash = strrchr(cur, '/');
+    if (link[0] == '/' || !slash) {
+      free(cur);
+      cur = link;
+      continue;
+    }
+    size_t dl = (size_t)(slash - cur) + 1; /* the directory, with its '/' */
+    char *next = malloc(dl + (size_t)n + 1);
+    if (next) {
+      memcpy(next, cur, dl);
+      memcpy(next + dl, link, (size_t)n + 1);
+    }
+    free(link);
+    free(cur);
+    cur = next;
+  }
+  fprintf(stderr, "%s: out of memory\n", prog);
+  return NULL;
+}
+
+/* 0 if @target, the file -o writes, may be replaced: it is a regular file
+ * or does not exist; else -1 (said): the metrics replace a file, never a
+ * device, a FIFO, a socket or a directory. */
+static int replaceable(const char *file, const char *target) {
+  struct stat st;
+  if (lstat(target, &st) != 0 || S_ISREG(st.st_mode))
+    return 0;
+  if (strcmp(file, target) == 0)
+    fprintf(stderr, "%s: cannot write %s: not a regular file\n", prog,
+            esc(file));
+  else
+    fprintf(stderr,
+            "%s: cannot write %s: %s, where it leads, is not a "
+            "regular file\n",
+            prog, esc(file), esc(target));
+  return -1;
+}
+
 /* The metrics into @file, atomically: a temporary file in the same
  * directory, renamed over it once complete, so that a reader (the
  * textfile collector) sees the old file or the new one, never a part.
- * 0, or -1 (said). */
+ * Through a symbolic link, the file it leads to is replaced (in that
+ * file's directory). Only a regular file is replaced. 0, or -1 (said). */
 static int write_atomically(const char *file, const struct scrape *sc) {
-  size_t len = strlen(file) + 16;
+  char *target = output_target(file);
+  if (!target)
+    return -1;
+  if (replaceable(file, target) != 0) {
+    free(target);
+    return -1;
+  }
+  size_t len = strlen(target) + 16;
   char *tmp = malloc(len);
   if (!tmp) {
     fprintf(stderr, "%s: out of memory\n", prog);
+    free(target);
     return -1;
   }
-  snprintf(tmp, len, "%s.tmp.XXXXXX", file);
+  snprintf(tmp, len, "%s.tmp.XXXXXX", target);
   int fd = mkstemp(tmp);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
@@ -922,6 +1027,7 @@ static int write_atomically(const char *file, const struct scrape *sc) {
       unlink(tmp);
     }
     free(tmp);
+    free(target);
     return -1;
   }
   /* mkstemp() made it 0600: give it the mode a new file would get */
@@ -935,16 +1041,19 @@ static int write_atomically(const char *file, const struct scrape *sc) {
     bad = 1;
     e = errno;
   }
-  if (!bad && rename(tmp, file) != 0) {
+  /* (again: it may have been replaced meanwhile) */
+  int refused = !bad && replaceable(file, target) != 0;
+  if (!bad && !refused && rename(tmp, target) != 0) {
     bad = 1;
     e = errno;
   }
-  if (bad) {
+  if (bad)
     fprintf(stderr, "%s: cannot write %s: %s\n", prog, esc(file), strerror(e));
+  if (bad || refused)
     unlink(tmp);
-  }
   free(tmp);
-  return bad ? -1 : 0;
+  free(target);
+  return bad || refused ? -1 : 0;
 }
 
 /* ---- one listing, and --watch ---- */
@@ -1078,7 +1187,8 @@ static int watch_loop(zkr_session *s, const char *path, int recursive,
         said = stderr;
     }
     put_msgs(said, pre);
-    fflush(stdout);
+    if (stdout_failed())
+      return 1; /* (said) nothing can be shown any more */
     if (first && status == EX_USAGE) {
       if (said != stderr)
         put_msgs(stderr, "");
@@ -1227,7 +1337,7 @@ int main(int argc, char **argv) {
       if (optarg &&
           (parse_seconds(optarg, &interval_ms) != 0 || interval_ms < 100))
         usage_error("invalid --watch interval '%s': seconds as a plain "
-                    "decimal, at least 0.1",
+                    "decimal, at least 0.1 and at most " SECONDS_MAX_TEXT,
                     esc(optarg));
       break;
     case OPT_PROMETHEUS:
@@ -1235,10 +1345,10 @@ int main(int argc, char **argv) {
       break;
     case 'h':
       help();
-      return 0;
+      return stdout_failed();
     case 'V':
       printf("zkr-ls (zkr) %s\n", zkr_version());
-      return 0;
+      return stdout_failed();
     default:
       option_error(c, argv, longopts);
     }
@@ -1252,6 +1362,7 @@ int main(int argc, char **argv) {
   if (optind + 1 < argc)
     usage_error("one PATH only (extra '%s')", esc(argv[optind + 1]));
   const char *path = optind < argc ? argv[optind] : "/";
+  conn_servers = servers;
   /* the library checks the rest once connected (also exit 64) */
   if (path[0] != '/')
     usage_error("invalid path '%s': %s", esc(path), zkr_strerror(ZKR_EBADPATH));
@@ -1312,5 +1423,9 @@ int main(int argc, char **argv) {
   }
   prom_free();
   zkr_session_close(s);
+  /* what was shown must have been written: else exit 1, as coreutils do
+   * (the other errors keep their status) */
+  if ((status == 0 || status == EX_PARTIAL) && stdout_failed())
+    status = 1;
   return status;
 }
