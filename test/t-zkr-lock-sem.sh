@@ -16,7 +16,7 @@ zls="$builddir/tools/zkr-ls"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-sem-$$"
-echo "1..48"
+echo "1..52"
 
 # nodes PATH...: the number of children of the paths that exist, now
 nodes() {
@@ -253,3 +253,31 @@ grep -q "lease of $root/e lost" "$tmp/e.err" && grep -q "SIGKILL" "$tmp/e.err"
 ok $? "it reported the lost lease, sent SIGTERM, then SIGKILL after --kill-after"
 ! kill -0 "$(cat "$tmp/e.pid")" 2>/dev/null
 ok $? "the command is gone"
+
+# --- recipes do not mix on one path; the tools name what they found ---
+"$zl" --permits 2 "$root/mix" -- sh -c "echo held >'$tmp/mix.held'; sleep 60" &
+mh=$!; pids+=($mh)
+wait_for 20 test -s "$tmp/mix.held"
+"$zl" -t 5 "$root/mix" -- touch "$tmp/ran-mix" 2>"$tmp/mix.err"
+st=$?
+[ $st -eq 69 ] && [ ! -e "$tmp/ran-mix" ] && grep -q "another recipe's layout: found a semaphore's" "$tmp/mix.err"
+ok $? "a plain lock on a semaphore's path: exit 69, command not run, the layout named (got $st: $(head -1 "$tmp/mix.err"))"
+"$zl" -w -t 5 "$root/mix" -- touch "$tmp/ran-mix" 2>"$tmp/mix.err"
+st=$?
+[ $st -eq 69 ] && [ ! -e "$tmp/ran-mix" ]
+ok $? "a write lock there: exit 69 too (got $st: $(head -1 "$tmp/mix.err"))"
+kill -TERM $mh; wait $mh 2>/dev/null
+"$zl" "$root/mixm" -- sh -c "echo held >'$tmp/mixm.held'; sleep 60" &
+mh=$!; pids+=($mh)
+wait_for 20 test -s "$tmp/mixm.held"
+"$zl" --permits 2 -t 5 "$root/mixm" -- touch "$tmp/ran-mix" 2>"$tmp/mix.err"
+st=$?
+[ $st -eq 69 ] && [ ! -e "$tmp/ran-mix" ] && grep -q "found a mutex's nodes" "$tmp/mix.err"
+ok $? "--permits on a mutex's path: exit 69, the layout named (got $st: $(head -1 "$tmp/mix.err"))"
+kill -TERM $mh; wait $mh 2>/dev/null
+# --- a semaphore path is at most 1017 bytes: PATH/leases within 1024 ---
+long="/$(head -c 1017 /dev/zero | tr '\0' a)"
+"$zl" --permits 2 "$long" -- true 2>"$tmp/long.err"
+st=$?
+[ $st -eq 64 ] && grep -q "at most 1017 bytes" "$tmp/long.err"
+ok $? "--permits with a 1018-byte path: usage error, exit 64 (got $st: $(head -1 "$tmp/long.err"))"

@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..102"
+echo "1..104"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -465,8 +465,21 @@ acls=$("$py" "$tmp/acl.py" "$hosts" "$root/acl/l" 2>&1)
 ok $? "--acl creator: the lock path and the node it created are every right for app, read for anyone ($acls)"
 "$zl" "$root/acl/l" -- true 2>"$tmp/acl.err"
 st=$?
-[ $st -eq 69 ] && grep -q "not authorized" "$tmp/acl.err"
-ok $? "without the credentials another zkr-lock cannot queue: exit 69, $(head -1 "$tmp/acl.err")"
+[ $st -eq 69 ] && grep -q "not authorized by the ACL of $root/acl/l " "$tmp/acl.err"
+ok $? "without the credentials another zkr-lock cannot queue: exit 69, naming the node that refused: $(head -1 "$tmp/acl.err")"
+# a creator-only lock leaves the parents it creates above its path open
+"$zl" --acl creator --auth alice:pw "$root/team/alice/job" -- sh -c "echo held >'$tmp/team.held'; sleep 60" &
+th=$!; pids+=($th)
+wait_for 20 test -s "$tmp/team.held"
+"$zl" -t 10 "$root/team/bob/job" -- true 2>"$tmp/team.err"
+st=$?
+[ $st -eq 0 ]
+ok $? "beside a creator-only lock at team/alice/job, team/bob/job is open to anyone (exit $st: $(head -1 "$tmp/team.err"))"
+"$zl" --auth bob:pw -t 10 "$root/team/bob/job" -- true 2>"$tmp/team.err"
+st=$?
+[ $st -eq 0 ]
+ok $? "and to other credentials (exit $st: $(head -1 "$tmp/team.err"))"
+kill -TERM $th; wait $th 2>/dev/null
 "$zl" --auth intruder:pw --acl creator "$root/acl/l" -- true 2>"$tmp/acl2.err"
 st=$?
 [ $st -eq 69 ] && grep -q "not authorized" "$tmp/acl2.err"

@@ -403,6 +403,132 @@ const char *why_failed(zkr_session *s, int rc) {
   return zkr_strerror(rc);
 }
 
+/* Does the node @p exist (its children can be listed, or reading them is
+ * refused)? 1, 0, or -1 when that cannot be told. */
+static int node_exists(zkr_session *s, const char *p) {
+  char **kids = NULL;
+  size_t n = 0;
+  int rc = zkr_session_children(s, p, 5000, &kids, &n);
+  if (rc == ZKR_OK)
+    zkr_children_free(kids, n);
+  return rc == ZKR_OK || rc == ZKR_ENOAUTH ? 1 : rc == ZKR_ENONODE ? 0 : -1;
+}
+
+/* The node whose ACL refused a create below @path (or below @path/@sub):
+ * the deepest of them, and of @path's ancestors, that exists. Into @buf;
+ * NULL if it cannot be told. */
+static const char *refusing_node(zkr_session *s, const char *path,
+                                 const char *sub, char *buf, size_t len) {
+  if (sub) {
+    snprintf(buf, len, "%s/%s", path, sub);
+    int e = node_exists(s, buf);
+    if (e != 0)
+      return e > 0 ? buf : NULL;
+  }
+  snprintf(buf, len, "%s", path);
+  for (;;) {
+    int e = node_exists(s, buf);
+    if (e != 0)
+      return e > 0 ? buf : NULL;
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+      return NULL;
+    if (slash == buf) {
+      if (!buf[1])
+        return NULL;
+      buf[1] = '\0'; /* then "/" itself */
+    } else {
+      *slash = '\0';
+    }
+  }
+}
+
+/* Is @name a contender node whose recipe marker is @marker, right before
+ * its 10-digit sequence number? */
+static int marked(const char *name, const char *marker) {
+  size_t n = strlen(name), m = strlen(marker);
+  if (n < m + 10)
+    return 0;
+  for (size_t i = n - 10; i < n; i++)
+    if (name[i] < '0' || name[i] > '9')
+      return 0;
+  return strncmp(name + n - 10 - m, marker, m) == 0;
+}
+
+/* 32 lower-case hex digits and nothing else? */
+static int hex32(const char *name) {
+  size_t i = 0;
+  for (; name[i]; i++)
+    if (!((name[i] >= '0' && name[i] <= '9') ||
+          (name[i] >= 'a' && name[i] <= 'f')))
+      return 0;
+  return i == 32;
+}
+
+/* What the children of @path show it holds, for a ZKR_EFOREIGN message. */
+static const char *layout_found(zkr_session *s, const char *path, char *buf,
+                                size_t len) {
+  char **kids = NULL;
+  size_t n = 0;
+  if (zkr_session_children(s, path, 5000, &kids, &n) != ZKR_OK)
+    return NULL;
+  int sem = 0, rw = 0, mutex = 0, lease = 0, latch = 0;
+  const char *other = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const char *k = kids[i];
+    if (strcmp(k, "locks") == 0 || strcmp(k, "leases") == 0)
+      sem = 1;
+    else if (marked(k, "__READ__") || marked(k, "__WRIT__") ||
+             marked(k, "__rlock__") || marked(k, "__lock__"))
+      rw = 1;
+    else if (marked(k, "-lock-"))
+      mutex = 1;
+    else if (marked(k, "-lease-") || hex32(k))
+      lease = 1; /* (kazoo's lease nodes: a uuid's 32 hex digits) */
+    else if (marked(k, "latch-"))
+      latch = 1;
+    else if (!other)
+      other = k;
+  }
+  const char *what =
+      sem      ? "a semaphore's (children locks and leases)"
+      : lease  ? "kazoo's semaphore (lease nodes right under the path)"
+      : rw     ? "a read-write lock's nodes"
+      : mutex  ? "a mutex's nodes"
+      : latch  ? "an election's nodes"
+      : other  ? NULL
+      : n == 0 ? "kazoo's semaphore (a number in the path's data)"
+               : NULL;
+  if (what)
+    snprintf(buf, len, "found %s", what);
+  else if (other)
+    snprintf(buf, len, "found the node %s", esc(other));
+  zkr_children_free(kids, n);
+  return what || other ? buf : NULL;
+}
+
+const char *why_acquire_failed(zkr_session *s, int rc, const char *path,
+                               const char *sub) {
+  static char out[2600];
+  char buf[1200];
+  if (rc == ZKR_ENOAUTH) {
+    const char *node = refusing_node(s, path, sub, buf, sizeof buf);
+    if (node) {
+      snprintf(out, sizeof out,
+               "not authorized by the ACL of %s (it refused a node under it)",
+               esc(node));
+      return out;
+    }
+  } else if (rc == ZKR_EFOREIGN) {
+    const char *found = layout_found(s, path, buf, sizeof buf);
+    if (found) {
+      snprintf(out, sizeof out, "%s: %s", zkr_strerror(rc), found);
+      return out;
+    }
+  }
+  return why_failed(s, rc);
+}
+
 int exit_for(int rc) {
   if (rc == ZKR_ESESSIONLOST || rc == ZKR_ECONNLOSS)
     return EX_TEMPFAIL;
@@ -568,6 +694,67 @@ static void on_session(zkr_session *s, zkr_session_event ev, int64_t sid,
         zkr_session_event_name(ev));
 }
 
+/* zkr_session_new() on a thread of its own, so that a signal ends the
+ * wait for the first connection at once. */
+struct connecting {
+  const char *servers;
+  zkr_session_opts *so;
+  zkr_session *s;
+  int rc;
+  int done[2]; /* a pipe: written when zkr_session_new() returned */
+};
+
+static void *connect_main(void *arg) {
+  struct connecting *c = arg;
+  c->rc = zkr_session_new(&c->s, c->servers, c->so);
+  char x = 1;
+  ssize_t w = write(c->done[1], &x, 1);
+  (void)w;
+  return NULL;
+}
+
+int session_signal;
+
+/* zkr_session_new(), ended by a handled signal (then ZKR_ECANCELED, with
+ * session_signal set; the connecting thread is left to the process's
+ * end, and nothing was created on the server yet). */
+static int connect_or_signal(zkr_session **out, const char *servers,
+                             zkr_session_opts *so) {
+  static struct connecting c; /* outlives a wait ended by a signal */
+  c.servers = servers;
+  c.so = so;
+  c.s = NULL;
+  c.rc = ZKR_ESYS;
+  pthread_t th;
+  if (signal_fd < 0 || pipe2(c.done, O_CLOEXEC) != 0)
+    return zkr_session_new(out, servers, so);
+  if (pthread_create(&th, NULL, connect_main, &c) != 0) {
+    close(c.done[0]);
+    close(c.done[1]);
+    return zkr_session_new(out, servers, so);
+  }
+  for (;;) {
+    struct pollfd pf[2] = {{signal_fd, POLLIN, 0}, {c.done[0], POLLIN, 0}};
+    if (poll(pf, 2, -1) < 0 && errno != EINTR)
+      break;
+    if (pf[1].revents)
+      break;
+    if (pf[0].revents) {
+      int sig = take_signal(signal_fd);
+      if (sig) {
+        session_signal = sig;
+        pthread_detach(th);
+        return ZKR_ECANCELED;
+      }
+    }
+  }
+  pthread_join(th, NULL);
+  close(c.done[0]);
+  close(c.done[1]);
+  *out = c.s;
+  return c.rc;
+}
+
 int run_session(const struct run_opts *o, int renew, zkr_session **out) {
   if (verbose > 1)
     zkr_set_log_hook(zkr_log_stderr, verbose > 2 ? ZKR_LOG_INFO : ZKR_LOG_WARN,
@@ -594,7 +781,9 @@ int run_session(const struct run_opts *o, int renew, zkr_session **out) {
   }
   *out = NULL;
   session_servers = o->servers;
-  rc = zkr_session_new(out, o->servers, so);
+  rc = connect_or_signal(out, o->servers, so);
+  if (rc == ZKR_ECANCELED)
+    return 128 + session_signal; /* (so stays with the connecting thread) */
   zkr_session_opts_free(so);
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
     usage_error("invalid servers '%s': %s", esc(o->servers), zkr_strerror(rc));

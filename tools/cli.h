@@ -109,6 +109,12 @@ int exit_for(int rc);
  * message: zkr_strerror(@rc), or chroot_missing_text() for a ZKR_ENONODE
  * under a chroot that does not exist (asked of the server). */
 const char *why_failed(zkr_session *s, int rc);
+/* why_failed() for an acquisition at @path, told more where the server can
+ * say it: for ZKR_ENOAUTH the node whose ACL refused (the deepest existing
+ * of @path/@sub, when @sub is not NULL, @path and its ancestors), for
+ * ZKR_EFOREIGN the layout found at @path. A static buffer. */
+const char *why_acquire_failed(zkr_session *s, int rc, const char *path,
+                               const char *sub);
 
 /* The options zkr-lock and zkr-elect share; CLI_RUN_LONGOPTS in their
  * struct option arrays, "s:vV" in their short options. */
@@ -166,8 +172,12 @@ int die_by_signal(int sig);
 
 /* Connect as @o says, renewing a lost session unless !@renew; with -v a
  * listener tells the session's events. A bad connection string is a usage
- * error. Returns 0 with *@out, or (said) 69 or 70. */
+ * error. Returns 0 with *@out, or (said) 69 or 70; or, when a handled
+ * signal came while connecting (after signals_setup()), 128 + that signal
+ * with session_signal set (nothing is created yet: the caller ends as the
+ * signal would, die_by_signal()). */
 int run_session(const struct run_opts *o, int renew, zkr_session **out);
+extern int session_signal;
 
 /* Our environment without @node_var and ZKR_FENCING_TOKEN, plus the two
  * for @token and @node; NULL out of memory. Free with free_env(). */

@@ -436,7 +436,8 @@ static int terms(zkr_session *s, const char *path, char **cmd,
   stats.waiting_since = now_ms();
   rc = zkr_election_start(e);
   if (rc != ZKR_OK) {
-    msg("cannot join the election at %s: %s", path, why_failed(s, rc));
+    msg("cannot join the election at %s: %s", path,
+        why_acquire_failed(s, rc, path, NULL));
     leave(e, s);
     return stats_end("error", exit_for(rc));
   }
@@ -449,7 +450,8 @@ static int terms(zkr_session *s, const char *path, char **cmd,
       return die_by_signal(sig); /* as the signal would have */
     }
     if (sig < 0) {
-      msg("cannot join the election at %s: %s", path, why_failed(s, err));
+      msg("cannot join the election at %s: %s", path,
+          why_acquire_failed(s, err, path, NULL));
       leave(e, s);
       return stats_end("error", exit_for(err));
     }
@@ -662,6 +664,10 @@ int main(int argc, char **argv) {
   int code = run_session(&ro, mode != 'l', &s);
   if (code != 0) {
     zkr_election_opts_free(eo);
+    if (session_signal) {
+      stats_end("interrupted", code);
+      return die_by_signal(session_signal); /* as the signal would have */
+    }
     return stats_end("error", code);
   }
   if (mode == 'l') {

@@ -445,6 +445,10 @@ int main(int argc, char **argv) {
     usage_error("missing PATH");
   const char *path = argv[optind++];
   stats.path = path;
+  if (lk.permits && strlen(path) > ZKR_SEMAPHORE_PATH_MAX)
+    usage_error("invalid lock path: with --permits at most %d bytes (its "
+                "child leases must stay within 1024), not %zu",
+                ZKR_SEMAPHORE_PATH_MAX, strlen(path));
   if (optind < argc && strcmp(argv[optind], "--") == 0)
     optind++;
   if (optind >= argc)
@@ -472,6 +476,10 @@ int main(int argc, char **argv) {
   int code = run_session(&ro, 1, &s);
   if (code != 0) {
     lock_opts_free();
+    if (session_signal) {
+      stats_end("interrupted", code);
+      return die_by_signal(session_signal); /* as the signal would have */
+    }
     return stats_end("error", code);
   }
   rc = lock_new(s, path);
@@ -490,7 +498,7 @@ int main(int argc, char **argv) {
   if (rc != ZKR_OK) {
     msg("cannot start acquiring %s: %s", path, zkr_strerror(rc));
     lock_free();
-    zkr_session_close(s);
+    zkr_session_close_within(s, 0);
     return stats_end("error",
                      rc == ZKR_ESESSIONLOST ? EX_TEMPFAIL : EX_SOFTWARE);
   }
@@ -543,8 +551,13 @@ int main(int argc, char **argv) {
     lock_free(); /* leaves the queue: our node is deleted */
     /* (asked before the session goes: a missing chroot reads as a
      * missing node) */
-    const char *why = got_signal ? "" : why_failed(s, arc);
-    zkr_session_close(s);
+    const char *why =
+        got_signal || arc == ZKR_ETIMEDOUT || arc == ZKR_EWOULDBLOCK
+            ? ""
+            : why_acquire_failed(s, arc, path, lk.permits ? "locks" : NULL);
+    /* Give up now: a deletion that cannot reach the server (it does not
+     * answer) is left to the session's end. */
+    zkr_session_close_within(s, 0);
     if (got_signal) {
       stats_end("interrupted", 128 + got_signal);
       return die_by_signal(got_signal); /* as the signal would have */
