@@ -15,6 +15,22 @@
 
 #include "queue-int.h"
 
+zkr_lock_state zkr__lock_state_of(zkr__qstate st) {
+  switch (st) {
+  case ZKR__Q_UNLOCKED:
+    return ZKR_LOCK_UNLOCKED;
+  case ZKR__Q_ACQUIRING:
+    return ZKR_LOCK_ACQUIRING;
+  case ZKR__Q_HELD:
+    return ZKR_LOCK_HELD;
+  case ZKR__Q_SUSPECT:
+    return ZKR_LOCK_SUSPECT;
+  case ZKR__Q_LOST:
+    return ZKR_LOCK_LOST;
+  }
+  return ZKR_LOCK_UNLOCKED;
+}
+
 zkr__qstate zkr__queue_state(zkr__queue *q) {
   zkr__q_lock_checked(q);
   zkr__qstate st = q->lstate;

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "queue-int.h"
-#include "recipe.h"
 
 /* ------------------------------------------------------------------ */
 /* monitoring */
@@ -33,8 +32,8 @@ void zkr__q_wait_begin(zkr__queue *q) {
   q->wait_open = 1;
   q->wait_t0 = zkr__now_us();
   zkr__stats_wait_begin(q->s, &q->st);
-  q->wait_alarm =
-      zkr__alarm_arm(q->s, ZKR_ALERT_WAIT, recipe_of(q), q->parent, q->node);
+  q->wait_alarm = zkr__alarm_arm(q->s, ZKR_ALERT_WAIT, recipe_of(q), q->parent,
+                                 q->node, zkr__zk_first_contender);
 }
 
 void zkr__q_wait_end(zkr__queue *q, int rc) {
@@ -49,8 +48,8 @@ void zkr__q_wait_end(zkr__queue *q, int rc) {
   if (rc == ZKR_OK) {
     q->hold_open = 1;
     q->hold_t0 = now;
-    q->hold_alarm =
-        zkr__alarm_arm(q->s, ZKR_ALERT_HOLD, recipe_of(q), q->parent, q->node);
+    q->hold_alarm = zkr__alarm_arm(q->s, ZKR_ALERT_HOLD, recipe_of(q),
+                                   q->parent, q->node, NULL);
   }
 }
 

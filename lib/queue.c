@@ -82,7 +82,6 @@
 #include <unistd.h>
 
 #include "queue-int.h"
-#include "recipe.h"
 
 static void q_ref_locked(zkr__queue *q) {
   q->refs++;

@@ -69,7 +69,7 @@ typedef struct zkr__qpolicy {
 } zkr__qpolicy;
 
 /* The engine's view of a contender's state. Recipes map it to the public
- * zkr_lock_state with zkr__lock_state_of() (recipe.h). */
+ * zkr_lock_state with zkr__lock_state_of(). */
 typedef enum zkr__qstate {
   ZKR__Q_UNLOCKED = 0,
   ZKR__Q_ACQUIRING,
@@ -111,6 +111,8 @@ int zkr__queue_cancel(zkr__queue *q);
  * ZKR_ENOTHELD, or ZKR_ELOCKLOST once after a loss. */
 int zkr__queue_release(zkr__queue *q);
 zkr__qstate zkr__queue_state(zkr__queue *q);
+/* The public state of an engine state. */
+zkr_lock_state zkr__lock_state_of(zkr__qstate st);
 /* Is it held (HELD or SUSPECT)? Also the fencing token, our node's path
  * and the ZooKeeper session generation of the node. */
 int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,

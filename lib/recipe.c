@@ -61,22 +61,6 @@ int zkr__semaphore_child(const char *name, void *ctx) {
   return strcmp(name, "locks") == 0 || strcmp(name, "leases") == 0;
 }
 
-zkr_lock_state zkr__lock_state_of(zkr__qstate st) {
-  switch (st) {
-  case ZKR__Q_UNLOCKED:
-    return ZKR_LOCK_UNLOCKED;
-  case ZKR__Q_ACQUIRING:
-    return ZKR_LOCK_ACQUIRING;
-  case ZKR__Q_HELD:
-    return ZKR_LOCK_HELD;
-  case ZKR__Q_SUSPECT:
-    return ZKR_LOCK_SUSPECT;
-  case ZKR__Q_LOST:
-    return ZKR_LOCK_LOST;
-  }
-  return ZKR_LOCK_UNLOCKED;
-}
-
 const char *zkr_lock_state_name(zkr_lock_state state) {
   switch (state) {
   case ZKR_LOCK_UNLOCKED:

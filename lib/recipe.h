@@ -33,9 +33,6 @@ int zkr__id_replace(char **slot, const char *id);
  * ("locks", "leases": Curator's InterProcessSemaphoreV2 layout). */
 int zkr__semaphore_child(const char *name, void *ctx);
 
-/* The public state of an engine state. */
-zkr_lock_state zkr__lock_state_of(zkr__qstate st);
-
 /* Reentrancy: which thread holds, and how many times. The engine holds
  * the node once; the extra holds of the owner thread are counted here. */
 typedef struct zkr__owner {

@@ -331,7 +331,7 @@ static void acq_stats_end(zkr_semaphore *sem, struct acq *a, int rc) {
     l->hold_open = 1;
     l->hold_t0 = now;
     l->hold_alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_HOLD, "lease", sem->leases,
-                                   lease_name(l, buf, sizeof buf));
+                                   lease_name(l, buf, sizeof buf), NULL);
   }
 }
 
@@ -701,7 +701,8 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
   sem->acqs = a;
   a->t0 = zkr__now_us();
   zkr__stats_wait_begin(sem->s, &sem->st);
-  a->alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_WAIT, "lease", sem->leases, NULL);
+  a->alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_WAIT, "lease", sem->leases, NULL,
+                            zkr__zk_first_contender);
   rc = zkr__sem_post_job(sem, a, job_kick);
   if (rc != ZKR_OK) {
     if (a->phase != A_END)

@@ -4,8 +4,8 @@
  * calls between its files.
  *
  *   session.c   the ZooKeeper handle, connecting, the session states and
- *               the session clock, listeners, the event thread, the
- *               public session API
+ *               the session clock, listeners, the public session API
+ *   event.c     the event queue and thread (below session.c and timer.c)
  *   hooks.c     the internal state hooks
  *   sessopts.c  the options and their defaults
  *   watch.c     the watch registry (data and child watches)
@@ -203,9 +203,11 @@ int zkr__alerts_start(zkr_session *s);
 void zkr__alerts_stop(zkr_session *s);
 void zkr__alerts_destroy(zkr_session *s);
 
-/* ---- session.c ---- */
+/* ---- event.c ---- */
 /* Under s->mu: queue @e for the event thread. */
 void zkr__event_push_locked(zkr_session *s, struct event *e);
+/* The event thread (pthread_create's start routine, with the session). */
+void *zkr__event_main(void *arg);
 
 /* ---- hooks.c ---- */
 /* Without s->mu: run every internal state hook for @ev (in the order

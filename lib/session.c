@@ -13,10 +13,11 @@
  * thread is inside a zoo_a* call on it (s->zh_users == 0).
  *
  * Owns: the handle and its replacement, the session states, the session
- * clock (pause detection, the lost fraction), listeners, the event queue
- * and thread, the life of struct zkr_session. The internal state hooks
- * (hooks.c), watch registry (watch.c), timers (timer.c), background
- * deletions (bgdelete.c) and options (sessopts.c) are parts of their own (see
+ * clock (pause detection, the lost fraction), listeners, the life of
+ * struct zkr_session. The event queue and thread (event.c), internal
+ * state hooks (hooks.c), watch registry (watch.c), timers (timer.c),
+ * background deletions (bgdelete.c) and options (sessopts.c) are parts of
+ * their own (see
  * session-int.h); this file must not touch their lists except to free
  * them.
  */
@@ -30,8 +31,6 @@
 #include <string.h>
 
 #include "session-int.h"
-
-_Thread_local int zkr__tls_in_callback;
 
 /* ------------------------------------------------------------------ */
 /* names */
@@ -123,17 +122,7 @@ void zkr__session_unref(zkr_session *s) {
 }
 
 /* ------------------------------------------------------------------ */
-/* event queue (callers hold s->mu) */
-
-void zkr__event_push_locked(zkr_session *s, struct event *e) {
-  e->next = NULL;
-  if (s->evq_tail)
-    s->evq_tail->next = e;
-  else
-    s->evq = e;
-  s->evq_tail = e;
-  pthread_cond_signal(&s->ecv);
-}
+/* listener events (the event queue itself is event.c's) */
 
 /* Queue a listener event. Allocation failure drops the event for the
  * user's listeners only; internal hooks are called regardless. */
@@ -150,88 +139,6 @@ static void push_state_event(zkr_session *s, zkr_session_event ev,
   e->seq = ++s->ev_seq;
   zkr__stats_session_event(s, ev);
   zkr__event_push_locked(s, e);
-}
-
-zkr__event *zkr__event_new(void) {
-  struct event *e = calloc(1, sizeof *e);
-  if (e)
-    e->owned = 1;
-  return e;
-}
-
-void zkr__event_free(zkr__event *e) {
-  free(e);
-}
-
-int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
-                            void *arg) {
-  e->is_closure = 1;
-  e->fn = fn;
-  e->arg = arg;
-  pthread_mutex_lock(&s->mu);
-  if (s->ev_stop) {
-    pthread_mutex_unlock(&s->mu);
-    return ZKR_ECLOSED;
-  }
-  zkr__event_push_locked(s, e);
-  pthread_mutex_unlock(&s->mu);
-  return ZKR_OK;
-}
-
-int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg) {
-  struct event *e = calloc(1, sizeof *e);
-  if (!e)
-    return ZKR_ENOMEM;
-  int rc = zkr__session_post_event(s, e, fn, arg);
-  if (rc != ZKR_OK)
-    free(e);
-  return rc;
-}
-
-static void *event_main(void *arg) {
-  zkr_session *s = arg;
-  zkr__tls_in_callback = 1;
-  pthread_mutex_lock(&s->mu);
-  for (;;) {
-    while (!s->evq && !s->ev_stop)
-      pthread_cond_wait(&s->ecv, &s->mu);
-    struct event *e = s->evq;
-    if (!e)
-      break; /* stopped and drained */
-    s->evq = e->next;
-    if (!s->evq)
-      s->evq_tail = NULL;
-    if (e->is_closure) {
-      /* an owned node may be reused or freed by its closure */
-      int owned = e->owned;
-      pthread_mutex_unlock(&s->mu);
-      e->fn(e->arg);
-      pthread_mutex_lock(&s->mu);
-      if (owned)
-        continue;
-    } else {
-      uint64_t last = 0;
-      for (;;) {
-        struct listener *l = s->listeners;
-        while (l && (l->id <= last || l->since >= e->seq))
-          l = l->next;
-        if (!l)
-          break;
-        last = l->id;
-        zkr_session_listener_fn fn = l->fn;
-        void *ud = l->ud;
-        s->running_listener = l->id;
-        pthread_mutex_unlock(&s->mu);
-        fn(s, e->ev, e->sid, ud);
-        pthread_mutex_lock(&s->mu);
-        s->running_listener = 0;
-        pthread_cond_broadcast(&s->cv);
-      }
-    }
-    free(e);
-  }
-  pthread_mutex_unlock(&s->mu);
-  return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -632,7 +539,7 @@ int zkr_session_new(zkr_session **out, const char *hosts,
     session_free(s);
     return rc;
   }
-  if (pthread_create(&s->event_thread, NULL, event_main, s) != 0) {
+  if (pthread_create(&s->event_thread, NULL, zkr__event_main, s) != 0) {
     pthread_mutex_lock(&s->mu);
     drop_handle(s);
     pthread_mutex_unlock(&s->mu);

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "recipe.h"
 #include "session-int.h"
 
 int64_t zkr__now_us(void) {
@@ -222,7 +221,10 @@ int zkr_session_stats(const zkr_session *cs, zkr_stats *out, size_t size) {
   t.suspensions = LOAD(s->agg.suspensions);
   t.reconnects = LOAD(s->agg.reconnects);
   t.losses = LOAD(s->agg.losses);
-  return zkr__stats_copy(&t, (int)zkr_session_state_get(s), out, size);
+  pthread_mutex_lock(&s->mu);
+  zkr_session_state state = s->state;
+  pthread_mutex_unlock(&s->mu);
+  return zkr__stats_copy(&t, (int)state, out, size);
 }
 
 /* Under s->mu: a state event of the session. */
@@ -246,12 +248,14 @@ struct zkr__alarm {
   zkr_alert_kind kind;
   int64_t since_ms;
   char *recipe, *path, *node;
+  zkr__holder_fn holder;
 };
 
 struct ajob {
   zkr_alert_kind kind;
   int64_t elapsed_ms;
   char *recipe, *path, *node;
+  zkr__holder_fn holder;
   struct ajob *next;
 };
 
@@ -287,6 +291,7 @@ static void alarm_fired(void *arg) {
     j = calloc(1, sizeof *j);
     if (j) {
       j->kind = a->kind;
+      j->holder = a->holder;
       j->elapsed_ms = zkr__now_ms() - a->since_ms;
       j->recipe = zkr__strdup(a->recipe);
       j->path = zkr__strdup(a->path);
@@ -318,7 +323,7 @@ static void alarm_fired(void *arg) {
 
 zkr__alarm *zkr__alarm_arm(zkr_session *s, zkr_alert_kind kind,
                            const char *recipe, const char *path,
-                           const char *node) {
+                           const char *node, zkr__holder_fn holder) {
   int64_t ms =
       kind == ZKR_ALERT_WAIT ? s->opts.alert_wait_ms : s->opts.alert_hold_ms;
   if (ms <= 0 || !s->opts.alert_fn)
@@ -328,6 +333,7 @@ zkr__alarm *zkr__alarm_arm(zkr_session *s, zkr_alert_kind kind,
     return NULL;
   a->s = s;
   a->kind = kind;
+  a->holder = holder;
   a->refs = 2;
   a->armed = 1;
   a->since_ms = zkr__now_ms();
@@ -388,13 +394,6 @@ static char *field(const char *data, const char *key, int rest) {
   return NULL;
 }
 
-static const zkr__qpolicy any_policy = {.name = "lock-"};
-static const zkr__qpolicy *any_of(const char *name, void *ctx) {
-  (void)name;
-  (void)ctx;
-  return &any_policy;
-}
-
 static void alert_run(zkr_session *s, struct ajob *j) {
   zkr_alert al;
   memset(&al, 0, sizeof al);
@@ -403,19 +402,18 @@ static void alert_run(zkr_session *s, struct ajob *j) {
   al.path = j->path;
   al.node = j->node;
   al.elapsed_ms = j->elapsed_ms;
-  zkr_participant *all = NULL;
-  size_t n = 0;
+  zkr__holder h;
+  memset(&h, 0, sizeof h);
   char *id = NULL, *host = NULL, *pid = NULL;
-  if (j->kind == ZKR_ALERT_WAIT &&
-      zkr__participants(s, j->path, any_of, NULL, 5000, &all, &n) == ZKR_OK &&
-      n > 0) {
-    al.holder_node = all[0].node;
-    al.holder_data = all[0].data;
-    al.holder_session = all[0].session_id;
-    if (all[0].data) {
-      id = field(all[0].data, "id=", 1);
-      host = field(all[0].data, "host=", 0);
-      pid = field(all[0].data, "pid=", 0);
+  if (j->kind == ZKR_ALERT_WAIT && j->holder &&
+      j->holder(s, j->path, zkr__deadline(5000), &h) == ZKR_OK) {
+    al.holder_node = h.node;
+    al.holder_data = h.data;
+    al.holder_session = h.session_id;
+    if (h.data) {
+      id = field(h.data, "id=", 1);
+      host = field(h.data, "host=", 0);
+      pid = field(h.data, "pid=", 0);
     }
     al.holder_id = id;
     al.holder_host = host;
@@ -425,7 +423,8 @@ static void alert_run(zkr_session *s, struct ajob *j) {
   free(id);
   free(host);
   free(pid);
-  zkr_participants_free(all, n);
+  free(h.node);
+  free(h.data);
 }
 
 static void *alert_main(void *arg) {

@@ -382,6 +382,56 @@ int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
   return run(s, &sp, deadline_ms, res, NULL, NULL);
 }
 
+int zkr__zk_first_contender(zkr_session *s, const char *path,
+                            int64_t deadline_ms, zkr__holder *out) {
+  memset(out, 0, sizeof *out);
+  zkr__result kids;
+  memset(&kids, 0, sizeof kids);
+  int rc = zkr__zk_children(s, path, deadline_ms, &kids);
+  if (rc != ZKR_OK)
+    return rc;
+  /* the numbered children, lowest first (a few: the first is ephemeral
+   * unless someone put a persistent node in the queue) */
+  int n = kids.names.count, tried = 0;
+  char *done = calloc(n > 0 ? (size_t)n : 1, 1);
+  rc = done ? ZKR_ENONODE : ZKR_ENOMEM;
+  while (done && tried < 3) {
+    int best = -1;
+    int32_t best_seq = 0, seq;
+    for (int i = 0; i < n; i++)
+      if (!done[i] && zkr__seq_parse(kids.names.data[i], &seq) &&
+          (best < 0 || zkr__seq_cmp(seq, best_seq) < 0)) {
+        best = i;
+        best_seq = seq;
+      }
+    if (best < 0)
+      break;
+    done[best] = 1;
+    tried++;
+    char *p = zkr__path_join(path, kids.names.data[best]);
+    zkr__result r;
+    memset(&r, 0, sizeof r);
+    int grc = p ? zkr__zk_get(s, p, deadline_ms, &r) : ZKR_ENOMEM;
+    free(p);
+    if (grc == ZKR_OK && r.stat.ephemeralOwner != 0) {
+      out->node = zkr__strdup(kids.names.data[best]);
+      out->data = r.data && r.datalen >= 0 ? zkr__strdup(r.data) : NULL;
+      out->session_id = r.stat.ephemeralOwner;
+      zkr__result_clear(&r);
+      rc = out->node ? ZKR_OK : ZKR_ENOMEM;
+      break;
+    }
+    zkr__result_clear(&r);
+    if (grc != ZKR_OK && grc != ZKR_ENONODE) {
+      rc = grc;
+      break;
+    }
+  }
+  free(done);
+  zkr__result_clear(&kids);
+  return rc;
+}
+
 int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
                   zoo_op_result_t *results, int64_t deadline_ms, int *zrc) {
   struct spec sp = {OP_MULTI, NULL, NULL, 0, 0, -1, count, ops};

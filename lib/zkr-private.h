@@ -202,9 +202,19 @@ int zkr__stats_copy(const zkr_stats *o, int state, zkr_stats *out, size_t size);
  * (or out of memory). Disarm it (which frees it) when the episode ends;
  * it fires at most once. */
 typedef struct zkr__alarm zkr__alarm;
+/* The first contender of a queue, for an alert that names the holder in
+ * the way: handed to zkr__alarm_arm() by the layer that arms it (the
+ * monitoring calls no layer above it). Malloc'd strings; ZKR_OK or an
+ * error (ZKR_ENONODE: none). */
+typedef struct zkr__holder {
+  char *node, *data;
+  int64_t session_id;
+} zkr__holder;
+typedef int (*zkr__holder_fn)(zkr_session *s, const char *path,
+                              int64_t deadline_ms, zkr__holder *out);
 zkr__alarm *zkr__alarm_arm(zkr_session *s, zkr_alert_kind kind,
                            const char *recipe, const char *path,
-                           const char *node);
+                           const char *node, zkr__holder_fn holder);
 void zkr__alarm_set_node(zkr__alarm *a, const char *node);
 void zkr__alarm_disarm(zkr__alarm *a);
 
@@ -243,6 +253,10 @@ int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
 /* A multi-op, not retried (its outcome is unknown after a connection
  * loss: ZKR_ECONNLOSS). When the server answered, *zrc is its code and
  * @results are filled (also when it failed). */
+/* The first contender at @path (the lowest sequence number among its
+ * ephemeral children), with its data and session: a zkr__holder_fn. */
+int zkr__zk_first_contender(zkr_session *s, const char *path,
+                            int64_t deadline_ms, zkr__holder *out);
 int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
                   zoo_op_result_t *results, int64_t deadline_ms, int *zrc);
 

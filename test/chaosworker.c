@@ -40,6 +40,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -343,6 +344,16 @@ static void election_loop(zkr_session *s) {
   zkr_election_free(e);
 }
 
+/* A decimal int option value, or die. */
+static int num(const char *opt, const char *v) {
+  char *end = NULL;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || end == v || *end || n < INT_MIN || n > INT_MAX)
+    die("%s: not a number: %s", opt, v);
+  return (int)n;
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -364,13 +375,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--status"))
       status_path = v;
     else if (!strcmp(a, "--session-ms"))
-      session_ms = atoi(v);
+      session_ms = num(a, v);
     else if (!strcmp(a, "--timeout-ms"))
-      timeout_ms = atoi(v);
+      timeout_ms = num(a, v);
     else if (!strcmp(a, "--permits"))
-      permits = atoi(v);
+      permits = num(a, v);
     else if (!strcmp(a, "--no-lock"))
-      no_lock = atoi(v);
+      no_lock = num(a, v);
     else
       die("unknown option %s", a);
   }

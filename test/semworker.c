@@ -24,7 +24,14 @@ int main(int argc, char **argv) {
                     "[HOLD-FILE]\n");
     return 64;
   }
-  int limit = atoi(argv[3]), n = atoi(argv[4]);
+  char *e1 = NULL, *e2 = NULL;
+  long limit_l = strtol(argv[3], &e1, 10), n_l = strtol(argv[4], &e2, 10);
+  if (*e1 || *e2 || e1 == argv[3] || e2 == argv[4] || limit_l < 0 ||
+      limit_l > 1000000) {
+    fprintf(stderr, "semworker: LIMIT and N are numbers\n");
+    return 64;
+  }
+  int limit = (int)limit_l, n = (int)n_l;
   long long timeout = atoll(argv[5]);
   if (n < 1 || n > 16) {
     fprintf(stderr, "semworker: N must be 1..16\n");

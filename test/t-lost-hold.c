@@ -519,7 +519,10 @@ static void judge(int k, int c, int r) {
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-      rounds = atoi(argv[++i]);
+      char *end = NULL;
+      const char *v = argv[++i];
+      long r = strtol(v, &end, 10);
+      rounds = *end || end == v || r < 1 || r > 1000 ? 0 : (int)r;
     } else {
       fprintf(stderr, "usage: t-lost-hold [--rounds N]\n");
       return 64;
