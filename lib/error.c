@@ -76,8 +76,19 @@ int zkr__from_zk(int zrc) {
 /* The retry policy of the whole library: only a lost connection or an
  * operation time-out may be retried (the request may not have been
  * applied); the back-off doubles from 10 ms up to 1 s. */
-int zkr__retryable(int zrc) {
-  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
+int zkr__zk_class(int zrc) {
+  switch (zrc) {
+  case ZCONNECTIONLOSS:
+  case ZOPERATIONTIMEOUT:
+    return ZKR__ZC_RETRY;
+  case ZSESSIONEXPIRED:
+  case ZCLOSING:
+  case ZINVALIDSTATE:
+  case ZSESSIONMOVED:
+    return ZKR__ZC_WAIT;
+  default:
+    return ZKR__ZC_FINAL;
+  }
 }
 
 int64_t zkr__backoff_ms(int attempt) {

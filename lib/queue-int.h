@@ -147,7 +147,6 @@ struct qctx *zkr__q_ctx_new(zkr__queue *q);
 void zkr__q_ctx_forget(zkr__queue *q, struct qctx *c);
 int zkr__q_callback_enter(struct qctx *c, qphase phase);
 void zkr__q_callback_exit(struct qctx *c);
-int zkr__q_transient(int zrc);
 
 /* ---- the node, the watch, the state (queue.c) ---- */
 void zkr__q_make_prefix(char *out, size_t len);

@@ -47,7 +47,7 @@ static void parent_cb(int rc, const char *value, const void *data) {
   zkr__queue *q = c->q;
   (void)value;
   if (zkr__q_callback_enter(c, Q_CREATING) && rc != ZOK && rc != ZNODEEXISTS &&
-      rc != ZNONODE && !zkr__q_transient(rc) && q->parent_err == ZOK)
+      rc != ZNONODE && !zkr__transient(rc) && q->parent_err == ZOK)
     q->parent_err = rc; /* the first: the deeper ones fail with ZNONODE */
   zkr__q_callback_exit(c);
 }
@@ -151,7 +151,7 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
       q->create_gen_valid = 1;
       q->gen = c->gen;
       zkr__q_pause_for_connection(q);
-    } else if (zkr__q_transient(rc)) {
+    } else if (zkr__transient(rc)) {
       q->create_unknown = 0;
       zkr__q_pause_for_connection(q); /* a new session will come (or CLOSED) */
     } else {
@@ -224,7 +224,7 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
                "session; not adopted",
                q->node_path);
       requeue(q);
-    } else if (zkr__q_transient(rc)) {
+    } else if (zkr__transient(rc)) {
       adopt_later(q);
       zkr__q_pause_for_connection(q);
     } else {
@@ -364,7 +364,7 @@ static void list_cb(int rc, const struct String_vector *names,
     } else if (rc == ZNONODE) {
       zkr__q_drop_watch(q, 1);
       requeue(q); /* parent gone: so is our node */
-    } else if (zkr__q_transient(rc)) {
+    } else if (zkr__transient(rc)) {
       zkr__q_drop_watch(q, 0);
       zkr__q_pause_for_connection(q);
     } else {
@@ -485,7 +485,7 @@ static void owner_cb(int rc, const struct Stat *stat, const void *data) {
       if (rc == ZOK)
         zkr__session_bg_delete(q->s, q->node_path, c->gen);
       requeue(q);
-    } else if (zkr__q_transient(rc)) {
+    } else if (zkr__transient(rc)) {
       zkr__q_pause_for_connection(q); /* resume lists, then checks again */
     } else {
       zkr__q_finish(q, zkr__from_zk(rc));
@@ -558,7 +558,7 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
        * this one is dropped. */
       zkr__q_drop_watch(q, 1);
       pred_gone(q);
-    } else if (zkr__q_transient(rc)) {
+    } else if (zkr__transient(rc)) {
       zkr__q_pause_for_connection(q);
     } else {
       zkr__q_finish(q, zkr__from_zk(rc));

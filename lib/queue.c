@@ -207,15 +207,6 @@ void zkr__q_callback_exit(struct qctx *c) {
   zkr__tls_in_callback--;
 }
 
-/* A reply or send failure that means "not now": the connection or the
- * ZooKeeper session went away. The step is repeated once the session is
- * connected again; a session that is gone for good ends the attempt
- * through the state hook (CLOSED, or LOST without renewal). */
-int zkr__q_transient(int zrc) {
-  return zkr__retryable(zrc) || zrc == ZSESSIONEXPIRED || zrc == ZCLOSING ||
-         zrc == ZINVALIDSTATE || zrc == ZSESSIONMOVED;
-}
-
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
@@ -490,7 +481,7 @@ void zkr__q_end_request(zkr__queue *q, struct qctx *c, int rc) {
   if (rc == ZOK)
     return;
   zkr__q_ctx_forget(q, c);
-  if (zkr__q_transient(rc))
+  if (zkr__transient(rc))
     zkr__q_pause_for_connection(q);
   else
     zkr__q_finish(q, zkr__from_zk(rc));

@@ -22,7 +22,6 @@
 /* ---- the count follower ---- */
 
 static int count_send(zkr_semaphore *sem);
-static int transient_zrc(int zrc);
 
 static void count_watch_cb(zkr_session *s, int type, const char *path,
                            void *ctx) {
@@ -70,7 +69,7 @@ static void count_cb(int rc, const char *value, int len,
     /* lost with the connection (its watch too): read it again when the
      * connection is back, else a waiter admitted now would never see a
      * change (the preparation's own read is retried by the preparation) */
-    if (transient_zrc(rc) && !sem->count_in_prep)
+    if (zkr__transient(rc) && !sem->count_in_prep)
       sem->count_reread = 1;
     if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
       sem->count_watch = 0;
@@ -247,11 +246,6 @@ static void prep_settle(zkr_semaphore *sem, int rc) {
   }
 }
 
-static int transient_zrc(int zrc) {
-  return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ||
-         zrc == ZSESSIONEXPIRED || zrc == ZSESSIONMOVED;
-}
-
 /* Under mu, event thread: send what the preparation still needs, or, when
  * its answers are in, settle the acquisitions waiting for it. */
 void zkr__sem_prep_step(zkr_semaphore *sem, struct acq *unused) {
@@ -269,7 +263,7 @@ void zkr__sem_prep_step(zkr_semaphore *sem, struct acq *unused) {
       else if ((zd == ZOK || zd == ZNONODE) && (zk == ZOK || zk == ZNONODE))
         sem->layout_ok = 1;
       else
-        rc = transient_zrc(zd) || transient_zrc(zk)
+        rc = zkr__transient(zd) || zkr__transient(zk)
                  ? ZKR_ECONNLOSS
                  : zkr__from_zk(zd != ZOK && zd != ZNONODE ? zd : zk);
     }

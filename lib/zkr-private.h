@@ -63,9 +63,22 @@ int zkr__seq_cmp(int32_t a, int32_t b);
 /* ---- errors (error.c) ---- */
 /* Map a ZooKeeper client code to a zkr code. */
 int zkr__from_zk(int zrc);
-/* The retry policy (error.c): should this ZooKeeper code be retried, and
- * the back-off (ms) before attempt @attempt (0-based). */
-int zkr__retryable(int zrc);
+/* The one answer to "is this ZooKeeper error transient?" (error.c):
+ * ZKR__ZC_RETRY, the same request may work on this ZooKeeper session
+ * (connection loss, time-out); ZKR__ZC_WAIT, that session is going or gone
+ * (expired, closing, an invalid handle, moved), so wait for the session
+ * manager's next; ZKR__ZC_FINAL, the answer stands. */
+enum { ZKR__ZC_FINAL = 0, ZKR__ZC_RETRY = 1, ZKR__ZC_WAIT = 2 };
+int zkr__zk_class(int zrc);
+/* Retry on this session (ZKR__ZC_RETRY)? */
+static inline int zkr__retryable(int zrc) {
+  return zkr__zk_class(zrc) == ZKR__ZC_RETRY;
+}
+/* Not final: retry, or wait for the connection or the next session. */
+static inline int zkr__transient(int zrc) {
+  return zkr__zk_class(zrc) != ZKR__ZC_FINAL;
+}
+/* The back-off (ms) before attempt @attempt (0-based). */
 int64_t zkr__backoff_ms(int attempt);
 
 /* ---- callback-thread detection ---- */
