@@ -63,7 +63,7 @@ cs_fair_mark(uint *ci, uint *bit)
  * 2 MB and asked to be backed by them before it is first touched; the
  * kernel may refuse, and the search is then the same. Measured on a
  * virtual machine, this shortens a large table's start (its zeroing)
- * and not the search itself (model/README.md, "Huge pages"). */
+ * and not the search itself. */
 static int cs_huge;
 #if defined(__linux__)
 #include <sys/mman.h>
