@@ -99,7 +99,16 @@ struct timer {
   uint64_t id;
   int64_t at;
   struct event *ev; /* the closure, allocated with the timer */
-  struct timer *next;
+  size_t pos;       /* its place in the heap */
+};
+
+/* The pending timers (timer.c): a min-heap on (at, id), and an index
+ * from id to timer (open addressing, capacity a power of two). */
+struct zkr__timers {
+  struct timer **heap;
+  size_t n, cap;
+  struct timer **index;
+  size_t icap;
 };
 
 /* A deletion that must happen even across connection losses: retried on
@@ -166,7 +175,7 @@ struct zkr_session {
   uint64_t running_watch;
   pthread_t running_watch_thread;
 
-  struct timer *timers;
+  struct zkr__timers timers;
   struct bgdel *bgdels;
 
   struct event *evq, *evq_tail;
@@ -223,6 +232,8 @@ void zkr__watch_dispatch(zkr_session *s, struct hctx *hc, int type,
 /* Under s->mu: hand every timer due at @now to the event thread; returns
  * the time the next one is due, or -1. */
 int64_t zkr__timers_fire_locked(zkr_session *s, int64_t now);
+/* Free the timers still pending (the session's end). */
+void zkr__timers_free(struct zkr__timers *ts);
 
 /* ---- bgdelete.c ---- */
 /* Under s->mu, after (re)connection: send what waits; drop what belongs

@@ -86,10 +86,6 @@ static void watch_owned(void *p) {
   free(((struct watch *)p)->path);
 }
 
-static void timer_owned(void *p) {
-  free(((struct timer *)p)->ev);
-}
-
 static void bgdel_owned(void *p) {
   free(((struct bgdel *)p)->path);
   free(((struct bgdel *)p)->prefix);
@@ -99,7 +95,7 @@ static void session_free(zkr_session *s) {
   free_list(s->listeners, offsetof(struct listener, next), NULL);
   free_list(s->hooks, offsetof(struct zkr__hook, next), NULL);
   free_list(s->watches, offsetof(struct watch, next), watch_owned);
-  free_list(s->timers, offsetof(struct timer, next), timer_owned);
+  zkr__timers_free(&s->timers);
   free_list(s->bgdels, offsetof(struct bgdel, next), bgdel_owned);
   free_list(s->evq, offsetof(struct event, next), NULL);
   zkr__opts_clear(&s->opts);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,77 @@ static void test_bad_arguments(const char *hosts) {
      "add_listener(NULL) refused");
   is(zkr_session_wait_connected(NULL, 0), ZKR_EINVAL,
      "wait_connected(NULL) refused");
+}
+
+/* Timers (a heap with an index by id): 3000 added at random times within
+ * 300 ms, every third cancelled; the others fire once each, in the order
+ * of their times (ties in the order added), after their time. */
+#define NTIMERS 3000
+static struct {
+  pthread_mutex_t mu;
+  int fired, order_ok, early;
+  int64_t last_at;
+  int last_i;
+  int count[NTIMERS];
+} tm = {PTHREAD_MUTEX_INITIALIZER, 0, 1, 0, 0, -1, {0}};
+static int64_t tm_at[NTIMERS];
+
+static void tm_fire(void *arg) {
+  int i = (int)(intptr_t)arg;
+  pthread_mutex_lock(&tm.mu);
+  if (zkr__now_ms() < tm_at[i])
+    tm.early++;
+  if (tm_at[i] < tm.last_at || (tm_at[i] == tm.last_at && i < tm.last_i))
+    tm.order_ok = 0;
+  tm.last_at = tm_at[i];
+  tm.last_i = i;
+  tm.count[i]++;
+  tm.fired++;
+  pthread_mutex_unlock(&tm.mu);
+}
+
+static int tm_all_fired(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&tm.mu);
+  int n = tm.fired;
+  pthread_mutex_unlock(&tm.mu);
+  return n >= NTIMERS - NTIMERS / 3;
+}
+
+static void test_timers(const char *hosts) {
+  zkr_session *s = zkt_connect(hosts, 10000);
+  static uint64_t ids[NTIMERS];
+  int64_t base = zkr__now_ms() + 2000; /* all added and cancelled by then */
+  unsigned seed = 7;
+  int added = 0;
+  for (int i = 0; i < NTIMERS; i++) {
+    seed = seed * 1103515245u + 12345u;
+    tm_at[i] = base + (int64_t)((seed >> 16) % 300); /* many ties */
+    added += zkr__timer_add(s, tm_at[i], tm_fire, (void *)(intptr_t)i,
+                            &ids[i]) == ZKR_OK;
+  }
+  is(added, NTIMERS, "%d timers added", NTIMERS);
+  int cancelled = 0;
+  for (int i = 0; i < NTIMERS; i += 3)
+    cancelled += zkr__timer_cancel(s, ids[i]);
+  is(cancelled, (NTIMERS + 2) / 3, "every third cancelled before it fired");
+  is(zkr__timer_cancel(s, ids[0]), 0, "a second cancel finds nothing");
+  ok(zkt_wait_for(tm_all_fired, NULL, 10000), "the others fire");
+  usleep(100 * 1000);
+  pthread_mutex_lock(&tm.mu);
+  int once = 1, none = 1;
+  for (int i = 0; i < NTIMERS; i++) {
+    if (i % 3 == 0 && tm.count[i] != 0)
+      none = 0;
+    if (i % 3 != 0 && tm.count[i] != 1)
+      once = 0;
+  }
+  ok(once, "each once");
+  ok(none, "no cancelled timer fired");
+  ok(tm.order_ok, "in the order of their times, ties in the order added");
+  is(tm.early, 0, "none before its time");
+  pthread_mutex_unlock(&tm.mu);
+  zkr_session_close(s);
 }
 
 /* A request below the server's minimum (1000 ms here: 2 ticks of 500 ms)
@@ -440,6 +512,7 @@ int main(void) {
   test_bad_arguments(hosts);
   test_connect_close(hosts);
   test_timeout_asked(hosts);
+  test_timers(hosts);
   test_wrong_server();
 
   zkr_session *admin = NULL;
