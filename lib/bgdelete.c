@@ -16,11 +16,7 @@
 static void bg_issue_locked(zkr_session *s, struct bgdel *b);
 
 static void bg_unlink_free_locked(zkr_session *s, struct bgdel *b) {
-  for (struct bgdel **pp = &s->bgdels; *pp; pp = &(*pp)->next)
-    if (*pp == b) {
-      *pp = b->next;
-      break;
-    }
+  zkr__list_remove(&b->link);
   free(b->path);
   free(b->prefix);
   free(b);
@@ -46,8 +42,9 @@ static void bg_done(zkr_session *s, struct bgdel *b, int rc) {
 }
 
 int zkr__bg_pending_locked(zkr_session *s) {
-  for (struct bgdel *b = s->bgdels; b; b = b->next)
-    if (b->gen == s->gen)
+  for (zkr__list *n = zkr__list_first(&s->bgdels); n;
+       n = zkr__list_next(&s->bgdels, n))
+    if (zkr__list_entry(n, struct bgdel, link)->gen == s->gen)
       return 1;
   return 0;
 }
@@ -120,8 +117,7 @@ static int bg_add(zkr_session *s, const char *path, const char *prefix,
     free(b);
     return ZKR_OK;
   }
-  b->next = s->bgdels;
-  s->bgdels = b;
+  zkr__list_push_front(&s->bgdels, &b->link);
   bg_issue_locked(s, b);
   pthread_mutex_unlock(&s->mu);
   return ZKR_OK;
@@ -137,21 +133,21 @@ int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
 }
 
 void zkr__bg_kick_locked(zkr_session *s) {
-  struct bgdel *b = s->bgdels;
-  while (b) {
-    struct bgdel *n = b->next;
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &s->bgdels) {
+    struct bgdel *b = zkr__list_entry(n, struct bgdel, link);
     if (b->gen != s->gen && !b->in_flight)
       bg_unlink_free_locked(s, b);
     else
       bg_issue_locked(s, b);
-    b = n;
   }
 }
 
 int zkr__session_bg_pending(zkr_session *s) {
   pthread_mutex_lock(&s->mu);
   int n = 0;
-  for (struct bgdel *b = s->bgdels; b; b = b->next)
+  for (zkr__list *l = zkr__list_first(&s->bgdels); l;
+       l = zkr__list_next(&s->bgdels, l))
     n++;
   pthread_mutex_unlock(&s->mu);
   return n;

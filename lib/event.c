@@ -3,7 +3,7 @@
  * here, one at a time, in the order queued: closures (recipes' results
  * and state changes, timers) and the session's listener events.
  *
- * Owns: s->evq, s->evq_tail, s->ev_stop and the event thread's loop.
+ * Owns: s->evq, s->ev_stop and the event thread's loop.
  * Below the session manager and the timers, which queue into it; it
  * calls nothing of theirs (a listener event is delivered from the
  * session's listener list, read under s->mu).
@@ -15,12 +15,7 @@
 #include "session-int.h"
 
 void zkr__event_push_locked(zkr_session *s, struct event *e) {
-  e->next = NULL;
-  if (s->evq_tail)
-    s->evq_tail->next = e;
-  else
-    s->evq = e;
-  s->evq_tail = e;
+  zkr__list_push_back(&s->evq, &e->link);
   pthread_cond_signal(&s->ecv);
 }
 
@@ -65,14 +60,13 @@ void *zkr__event_main(void *arg) {
   zkr__tls_in_callback = 1;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while (!s->evq && !s->ev_stop)
+    while (zkr__list_empty(&s->evq) && !s->ev_stop)
       pthread_cond_wait(&s->ecv, &s->mu);
-    struct event *e = s->evq;
-    if (!e)
+    zkr__list *first = zkr__list_first(&s->evq);
+    if (!first)
       break; /* stopped and drained */
-    s->evq = e->next;
-    if (!s->evq)
-      s->evq_tail = NULL;
+    struct event *e = zkr__list_entry(first, struct event, link);
+    zkr__list_remove(first);
     if (e->is_closure) {
       /* an owned node may be reused or freed by its closure */
       int owned = e->owned;
@@ -84,9 +78,17 @@ void *zkr__event_main(void *arg) {
     } else {
       uint64_t last = 0;
       for (;;) {
-        struct listener *l = s->listeners;
-        while (l && (l->id <= last || l->since >= e->seq))
-          l = l->next;
+        /* the next listener after @last (the list may have changed while
+         * the last one ran), in id order */
+        struct listener *l = NULL;
+        for (zkr__list *n = zkr__list_first(&s->listeners); n;
+             n = zkr__list_next(&s->listeners, n)) {
+          struct listener *c = zkr__list_entry(n, struct listener, link);
+          if (c->id > last && c->since < e->seq) {
+            l = c;
+            break;
+          }
+        }
         if (!l)
           break;
         last = l->id;

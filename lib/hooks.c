@@ -4,7 +4,7 @@
  * events synchronously, on the thread where the state changed, without
  * session locks held. One list, in the order added; adds and removals
  * are O(1) (a session may hold a hundred thousand lock objects).
- * Owns: s->hooks, s->hooks_last, s->running_hook. Must not touch: the
+ * Owns: s->hooks, s->running_hook. Must not touch: the
  * session's states (session.c calls zkr__hooks_call() when they change).
  */
 #include "config.h"
@@ -17,9 +17,17 @@
  * runs too. The running hook is not freed while it runs (a removal marks
  * it dead), so its successor is found in O(1): one state event costs
  * O(hooks), not O(hooks^2), for a session with many lock objects. */
+/* The hook after @h in the list, or NULL. */
+static struct zkr__hook *after(zkr_session *s, struct zkr__hook *h) {
+  zkr__list *n = zkr__list_next(&s->hooks, &h->link);
+  return n ? zkr__list_entry(n, struct zkr__hook, link) : NULL;
+}
+
 void zkr__hooks_call(zkr_session *s, zkr_session_event ev, int64_t sid) {
   pthread_mutex_lock(&s->mu);
-  struct zkr__hook *h = s->hooks;
+  zkr__list *first = zkr__list_first(&s->hooks);
+  struct zkr__hook *h =
+      first ? zkr__list_entry(first, struct zkr__hook, link) : NULL;
   while (h) {
     zkr__state_hook fn = h->fn;
     void *ctx = h->ctx;
@@ -32,17 +40,19 @@ void zkr__hooks_call(zkr_session *s, zkr_session_event ev, int64_t sid) {
     s->running_hook = 0;
     pthread_cond_broadcast(&s->cv);
     if (--h->running == 0 && !h->dead) {
-      h = h->next;
+      h = after(s, h);
     } else if (h->dead) {
-      /* removed while it ran: its next pointer may be stale */
+      /* removed while it ran: out of the list, so find its successor by
+       * id (the list is in id order) */
       uint64_t last = h->id;
       if (h->running == 0)
         free(h);
-      h = s->hooks;
+      zkr__list *n = zkr__list_first(&s->hooks);
+      h = n ? zkr__list_entry(n, struct zkr__hook, link) : NULL;
       while (h && h->id <= last)
-        h = h->next;
+        h = after(s, h);
     } else {
-      h = h->next; /* (still run by another thread) */
+      h = after(s, h); /* (still run by another thread) */
     }
   }
   pthread_mutex_unlock(&s->mu);
@@ -57,12 +67,7 @@ int zkr__session_hook_add(zkr_session *s, zkr__state_hook fn, void *ctx,
   h->ctx = ctx;
   pthread_mutex_lock(&s->mu);
   h->id = ++s->next_id;
-  h->prev = s->hooks_last;
-  if (s->hooks_last)
-    s->hooks_last->next = h;
-  else
-    s->hooks = h;
-  s->hooks_last = h;
+  zkr__list_push_back(&s->hooks, &h->link);
   if (out)
     *out = h;
   pthread_mutex_unlock(&s->mu);
@@ -74,14 +79,7 @@ void zkr__session_hook_remove(zkr_session *s, zkr__hook *h) {
     return;
   pthread_mutex_lock(&s->mu);
   uint64_t id = h->id;
-  if (h->prev)
-    h->prev->next = h->next;
-  else
-    s->hooks = h->next;
-  if (h->next)
-    h->next->prev = h->prev;
-  else
-    s->hooks_last = h->prev;
+  zkr__list_remove(&h->link);
   if (h->running > 0)
     h->dead = 1; /* the last call_hooks() running it frees it */
   else

@@ -19,6 +19,7 @@
 
 #include <stdatomic.h>
 
+#include "list.h"
 #include "zkr-private.h"
 
 struct auth {
@@ -62,17 +63,17 @@ struct listener {
   uint64_t since; /* gets only events queued after this sequence number */
   zkr_session_listener_fn fn;
   void *ud;
-  struct listener *next;
+  zkr__list link; /* in s->listeners, in id order */
 };
 
 struct zkr__hook {
   uint64_t id;
   zkr__state_hook fn;
   void *ctx;
-  int running; /* call_hooks() runs it (in this many threads) */
-  int dead;    /* removed while it ran: the last call_hooks() frees it */
-  struct zkr__hook *next, *prev; /* (a list, for O(1) adds and removals:
-                                   one hook per lock object) */
+  int running;    /* call_hooks() runs it (in this many threads) */
+  int dead;       /* removed while it ran: the last call_hooks() frees it */
+  zkr__list link; /* in s->hooks: O(1) adds and removals (one hook per
+                     lock object) */
 };
 
 struct watch {
@@ -81,7 +82,7 @@ struct watch {
   char *path;
   zkr__watch_fn fn;
   void *ctx;
-  struct watch *next;
+  zkr__list link; /* in s->watches, newest first */
 };
 
 struct event {
@@ -91,8 +92,8 @@ struct event {
   int64_t sid;
   void (*fn)(void *);
   void *arg;
-  int owned; /* the poster's node (zkr__event_new): never freed here */
-  struct event *next;
+  int owned;      /* the poster's node (zkr__event_new): never freed here */
+  zkr__list link; /* in s->evq while queued */
 };
 
 struct timer {
@@ -120,7 +121,7 @@ struct bgdel {
   uint64_t gen; /* the ZooKeeper session it belongs to */
   int in_flight;
   zkr_session *s;
-  struct bgdel *next;
+  zkr__list link; /* in s->bgdels */
 };
 
 /* Per-handle context handed to zookeeper_init as the watcher context. */
@@ -166,9 +167,9 @@ struct zkr_session {
   uint64_t next_id;
   uint64_t ev_seq;
   uint64_t node_events; /* node watch events received (tests, benchmark) */
-  struct listener *listeners;
-  struct zkr__hook *hooks, *hooks_last;
-  struct watch *watches;
+  zkr__list listeners;  /* of struct listener */
+  zkr__list hooks;      /* of struct zkr__hook, in id order */
+  zkr__list watches;    /* of struct watch */
   uint64_t running_listener;
   uint64_t running_hook;
   pthread_t running_hook_thread;
@@ -176,9 +177,9 @@ struct zkr_session {
   pthread_t running_watch_thread;
 
   struct zkr__timers timers;
-  struct bgdel *bgdels;
+  zkr__list bgdels; /* of struct bgdel */
 
-  struct event *evq, *evq_tail;
+  zkr__list evq; /* of struct event, oldest first */
   int ev_stop;
   pthread_t event_thread;
   pthread_t manager_thread;
@@ -188,7 +189,7 @@ struct zkr_session {
   struct zkr__agg agg;
   pthread_mutex_t alert_mu;
   pthread_cond_t alert_cv;
-  void *alert_jobs; /* struct ajob list */
+  zkr__list alert_jobs; /* of struct ajob (stats.c), under alert_mu */
   int alert_stop;
   int alert_started;
   pthread_t alert_thread;

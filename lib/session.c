@@ -70,34 +70,29 @@ const char *zkr_session_event_name(zkr_session_event ev) {
 /* ------------------------------------------------------------------ */
 /* references */
 
-/* Free a singly linked list whose nodes keep their link at @next_off;
- * @owned frees what one node owns (NULL: nothing). */
-static void free_list(void *head, size_t next_off, void (*owned)(void *)) {
-  while (head) {
-    void *next = *(void **)((char *)head + next_off);
-    if (owned)
-      owned(head);
-    free(head);
-    head = next;
-  }
-}
-
-static void watch_owned(void *p) {
-  free(((struct watch *)p)->path);
-}
-
-static void bgdel_owned(void *p) {
-  free(((struct bgdel *)p)->path);
-  free(((struct bgdel *)p)->prefix);
-}
-
 static void session_free(zkr_session *s) {
-  free_list(s->listeners, offsetof(struct listener, next), NULL);
-  free_list(s->hooks, offsetof(struct zkr__hook, next), NULL);
-  free_list(s->watches, offsetof(struct watch, next), watch_owned);
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &s->listeners) {
+    free(zkr__list_entry(n, struct listener, link));
+  }
+  zkr__list_for_each_safe(n, tmp, &s->hooks) {
+    free(zkr__list_entry(n, struct zkr__hook, link));
+  }
+  zkr__list_for_each_safe(n, tmp, &s->watches) {
+    struct watch *w = zkr__list_entry(n, struct watch, link);
+    free(w->path);
+    free(w);
+  }
   zkr__timers_free(&s->timers);
-  free_list(s->bgdels, offsetof(struct bgdel, next), bgdel_owned);
-  free_list(s->evq, offsetof(struct event, next), NULL);
+  zkr__list_for_each_safe(n, tmp, &s->bgdels) {
+    struct bgdel *b = zkr__list_entry(n, struct bgdel, link);
+    free(b->path);
+    free(b->prefix);
+    free(b);
+  }
+  zkr__list_for_each_safe(n, tmp, &s->evq) {
+    free(zkr__list_entry(n, struct event, link));
+  }
   zkr__opts_clear(&s->opts);
   free(s->hosts);
   zkr__alerts_destroy(s);
@@ -525,6 +520,12 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   zkr__cond_init(&s->mcv);
   zkr__cond_init(&s->ecv);
   atomic_init(&s->refs, 1);
+  zkr__list_init(&s->hooks);
+  zkr__list_init(&s->listeners);
+  zkr__list_init(&s->evq);
+  zkr__list_init(&s->watches);
+  zkr__list_init(&s->bgdels);
+  zkr__list_init(&s->alert_jobs);
   s->renew_enabled = s->opts.renew;
   s->gen = 1;
 
@@ -759,10 +760,7 @@ int zkr_session_add_listener(zkr_session *s, zkr_session_listener_fn fn,
   }
   l->id = ++s->next_id;
   l->since = s->ev_seq;
-  struct listener **pp = &s->listeners;
-  while (*pp)
-    pp = &(*pp)->next;
-  *pp = l;
+  zkr__list_push_back(&s->listeners, &l->link);
   if (id_out)
     *id_out = l->id;
   pthread_mutex_unlock(&s->mu);
@@ -774,10 +772,11 @@ int zkr_session_remove_listener(zkr_session *s, uint64_t id) {
     return ZKR_EINVAL;
   int found = 0;
   pthread_mutex_lock(&s->mu);
-  for (struct listener **pp = &s->listeners; *pp; pp = &(*pp)->next) {
-    if ((*pp)->id == id) {
-      struct listener *l = *pp;
-      *pp = l->next;
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &s->listeners) {
+    struct listener *l = zkr__list_entry(n, struct listener, link);
+    if (l->id == id) {
+      zkr__list_remove(&l->link);
       free(l);
       found = 1;
       break;

@@ -256,7 +256,7 @@ struct ajob {
   int64_t elapsed_ms;
   char *recipe, *path, *node;
   zkr__holder_fn holder;
-  struct ajob *next;
+  zkr__list link; /* in s->alert_jobs */
 };
 
 static void ajob_free(struct ajob *j) {
@@ -310,10 +310,7 @@ static void alarm_fired(void *arg) {
     if (s->alert_stop) {
       ajob_free(j);
     } else {
-      struct ajob **pp = (struct ajob **)&s->alert_jobs;
-      while (*pp)
-        pp = &(*pp)->next;
-      *pp = j;
+      zkr__list_push_back(&s->alert_jobs, &j->link);
       pthread_cond_signal(&s->alert_cv);
     }
     pthread_mutex_unlock(&s->alert_mu);
@@ -431,12 +428,13 @@ static void *alert_main(void *arg) {
   zkr_session *s = arg;
   pthread_mutex_lock(&s->alert_mu);
   for (;;) {
-    while (!s->alert_jobs && !s->alert_stop)
+    while (zkr__list_empty(&s->alert_jobs) && !s->alert_stop)
       pthread_cond_wait(&s->alert_cv, &s->alert_mu);
     if (s->alert_stop)
       break;
-    struct ajob *j = s->alert_jobs;
-    s->alert_jobs = j->next;
+    struct ajob *j =
+        zkr__list_entry(zkr__list_first(&s->alert_jobs), struct ajob, link);
+    zkr__list_remove(&j->link);
     pthread_mutex_unlock(&s->alert_mu);
     alert_run(s, j);
     ajob_free(j);
@@ -465,14 +463,12 @@ void zkr__alerts_stop(zkr_session *s) {
     s->alert_started = 0;
   }
   pthread_mutex_lock(&s->alert_mu);
-  struct ajob *j = s->alert_jobs;
-  s->alert_jobs = NULL;
-  pthread_mutex_unlock(&s->alert_mu);
-  while (j) {
-    struct ajob *n = j->next;
-    ajob_free(j);
-    j = n;
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &s->alert_jobs) {
+    zkr__list_remove(n);
+    ajob_free(zkr__list_entry(n, struct ajob, link));
   }
+  pthread_mutex_unlock(&s->alert_mu);
 }
 
 void zkr__alerts_destroy(zkr_session *s) {

@@ -35,8 +35,7 @@ int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
   w->kind = kind;
   pthread_mutex_lock(&s->mu);
   w->id = ++s->next_id;
-  w->next = s->watches;
-  s->watches = w;
+  zkr__list_push_front(&s->watches, &w->link);
   if (id)
     *id = w->id;
   pthread_mutex_unlock(&s->mu);
@@ -66,14 +65,19 @@ void zkr__watch_dispatch(zkr_session *s, struct hctx *hc, int type,
   for (;;) {
     if (hc->gen != s->gen || s->closing)
       break; /* a watch of a session that is gone: nobody cares */
-    struct watch **pp = &s->watches;
-    while (*pp && (strcmp((*pp)->path, path) != 0 || (*pp)->id > last ||
-                   !watch_kind_fires((*pp)->kind, type)))
-      pp = &(*pp)->next;
-    struct watch *w = *pp;
+    struct watch *w = NULL;
+    for (zkr__list *n = zkr__list_first(&s->watches); n;
+         n = zkr__list_next(&s->watches, n)) {
+      struct watch *c = zkr__list_entry(n, struct watch, link);
+      if (strcmp(c->path, path) == 0 && c->id <= last &&
+          watch_kind_fires(c->kind, type)) {
+        w = c;
+        break;
+      }
+    }
     if (!w)
       break;
-    *pp = w->next; /* one-shot */
+    zkr__list_remove(&w->link); /* one-shot */
     s->running_watch = w->id;
     s->running_watch_thread = pthread_self();
     pthread_mutex_unlock(&s->mu);
@@ -96,9 +100,12 @@ void zkr__session_unwatch(zkr_session *s, const char *path,
                           zkr__watch_kind kind) {
   pthread_mutex_lock(&s->mu);
   int others = 0;
-  for (struct watch *w = s->watches; w; w = w->next)
+  for (zkr__list *n = zkr__list_first(&s->watches); n && !others;
+       n = zkr__list_next(&s->watches, n)) {
+    struct watch *w = zkr__list_entry(n, struct watch, link);
     if (w->kind == kind && strcmp(w->path, path) == 0)
       others = 1;
+  }
   if (!others && s->zh && s->hctx && !s->closing &&
       s->state == ZKR_STATE_CONNECTED) {
     /* zoo_aremove_watches() only checks watches on the server (its
@@ -124,10 +131,11 @@ void zkr__session_unwatch(zkr_session *s, const char *path,
 int zkr__watch_unlink(zkr_session *s, uint64_t id) {
   int found = 0;
   pthread_mutex_lock(&s->mu);
-  for (struct watch **pp = &s->watches; *pp; pp = &(*pp)->next) {
-    if ((*pp)->id == id) {
-      struct watch *w = *pp;
-      *pp = w->next;
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &s->watches) {
+    struct watch *w = zkr__list_entry(n, struct watch, link);
+    if (w->id == id) {
+      zkr__list_remove(&w->link);
       free(w->path);
       free(w);
       found = 1;
