@@ -309,7 +309,8 @@ static void one_opt(int c, const char *arg) {
             (long long)o.kill_after_ms);
     what = "invalid --kill-after";
     snprintf(tail, sizeof tail,
-             "seconds as a plain decimal, 0 or at least 0.001 (1 ms)");
+             "seconds as a plain decimal, 0 or at least 0.001 (1 ms), at "
+             "most " SECONDS_MAX_TEXT);
     break;
   case 's':
     CHECK(o.servers == arg, "servers");
