@@ -5,8 +5,8 @@
 # cannot reach the server (it waited half the session timeout more); a
 # SIGTERM ends a waiter, and a zkr-lock still connecting, at once (exit
 # 143). The node is left to the session's end. Each bound is far below
-# what the old code took (the session timeout here is 30 s: its half is
-# 15 s) and far above what the new one needs (about 1.5 s to close the
+# what the old code took (the session timeout here is 20 s: its half is
+# 10 s) and far above what the new one needs (about 1.5 s to close the
 # connection). Runs under test/with-zk.
 set -u
 TESTLIB_NEEDS="kazoo"
@@ -33,7 +33,7 @@ elapsed() {
 }
 
 # a waiter with -t 3, then the server stops answering
-"$zl" --session-timeout 30000 -t 3 -E 7 "$root/l" -- true 2>"$tmp/w.err" &
+"$zl" --session-timeout 20000 -t 3 -E 7 "$root/l" -- true 2>"$tmp/w.err" &
 w=$!; pids+=($w)
 children_reach 20 2 "$root/l"
 t0=$(date +%s%N)
@@ -41,11 +41,11 @@ sb pause 1 >/dev/null
 wait $w; st=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ $st -eq 7 ] && [ $ms -lt 9000 ]
-ok $? "a waiter with -t 3 -E 7, the server stopped: exit 7 after ${ms} ms (under 9 s; it took 3 + 15 + 1.5 s)"
+ok $? "a waiter with -t 3 -E 7, the server stopped: exit 7 after ${ms} ms (under 9 s; it took 3 + 10 + 1.5 s)"
 
 # SIGTERM to a waiter while the server does not answer
 resume
-"$zl" --session-timeout 30000 "$root/l" -- true 2>"$tmp/w2.err" &
+"$zl" --session-timeout 20000 "$root/l" -- true 2>"$tmp/w2.err" &
 w=$!; pids+=($w)
 children_reach 20 2 "$root/l"
 sb pause 1 >/dev/null
@@ -58,7 +58,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 ok $? "SIGTERM to a waiter, the server stopped: exit 143 after ${ms} ms (under 6 s)"
 
 # SIGTERM while connecting to a server that does not answer
-"$zl" --session-timeout 30000 --connect-timeout 60000 "$root/l" -- true 2>"$tmp/c.err" &
+"$zl" --session-timeout 20000 --connect-timeout 60000 "$root/l" -- true 2>"$tmp/c.err" &
 c=$!; pids+=($c)
 sleep 1
 t0=$(date +%s%N)
