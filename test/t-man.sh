@@ -2,7 +2,11 @@
 # The section 3 pages made from the header comments (scripts/hdr2man): every
 # exported function has one and it is installed, they are up to date with
 # the headers, man renders them without a warning, and their references
-# lead to pages that exist.
+# lead to pages that exist. zkr(7), the overview written by hand: its
+# sections, every public header and tool, and the pages and guides it
+# names. The guides (docs/*.md) are all installed, and an install into a
+# temporary DESTDIR puts them in $(docdir) and zkr.7 where `man zkr`
+# finds it.
 srcdir=${abs_top_srcdir:-${top_srcdir:-$(dirname "$0")/..}}
 builddir=${abs_top_builddir:-.}
 py=${PYTHON3:-$(command -v python3)}
@@ -18,7 +22,7 @@ if [ -z "$py" ]; then
   echo "1..0 # SKIP python3 is not installed"
   exit 0
 fi
-echo "1..7"
+echo "1..10"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -110,8 +114,8 @@ else
   diag "$tmp/stale"
 fi
 
-# 5. man renders every page (these and the tools') without a warning
-man1=$(ls "$srcdir"/docs/man/*.1 2>/dev/null)
+# 5. man renders every page (these, the tools' and zkr.7) without a warning
+man1=$(ls "$srcdir"/docs/man/*.1 "$srcdir"/docs/man/*.7 2>/dev/null)
 if ! command -v man >/dev/null 2>&1 || ! command -v groff >/dev/null 2>&1; then
   skip "man is not installed (apt-get install man-db)" "every page renders without warnings"
 else
@@ -160,4 +164,97 @@ if [ -s "$tmp/pages" ] && [ ! -s "$tmp/sections" ]; then
 else
   ok 1 "every page has NAME, SYNOPSIS, DESCRIPTION, RETURN VALUE, THREAD SAFETY, AVAILABILITY and SEE ALSO (Returns:, Thread safety:, Since:, See also:)"
   diag "$tmp/sections"
+fi
+
+# 8. zkr(7), the overview: its sections; every public header and every
+# tool named; every zkr page and every guide it names exists
+z7=$srcdir/docs/man/zkr.7
+: > "$tmp/z7"
+if [ ! -f "$z7" ]; then
+  echo "docs/man/zkr.7 is missing" >> "$tmp/z7"
+else
+  for s in NAME SYNOPSIS DESCRIPTION RECIPES TOOLS ERRORS FILES "SEE ALSO"; do
+    grep -qx "\\.SH $s" "$z7" || echo "no section $s" >> "$tmp/z7"
+  done
+  for h in "$srcdir"/include/zkr/*.h "$srcdir"/include/zkr/*.h.in; do
+    h=$(basename "$h" .in)
+    grep -qF "<zkr/$h>" "$z7" || echo "does not name <zkr/$h>" >> "$tmp/z7"
+  done
+  for t in "$srcdir"/docs/man/*.1; do
+    t=$(basename "$t" .1)
+    sed 's/\\-/-/g' "$z7" | grep -q "^\\.BR $t (1)" ||
+      echo "does not name the tool $t(1) (a .BR line)" >> "$tmp/z7"
+  done
+  # the source with \- as - and no font escapes: "name (N)" or "name(N)"
+  sed 's/\\-/-/g; s/\\f[BIRP]//g' "$z7" |
+    grep -o 'zkr[A-Za-z0-9_.-]* *([0-9])' | tr -d ' ' | sort -u |
+    sed 's/^\(.*\)(\([0-9]\))$/\1.\2/' > "$tmp/z7.refs"
+  while read -r to; do
+    [ -f "$tmp/gen/$to" ] || [ -f "$srcdir/docs/man/$to" ] ||
+      echo "names $to, which does not exist" >> "$tmp/z7"
+  done < "$tmp/z7.refs"
+  grep -o '[A-Za-z0-9_-]*\.md' "$z7" | sort -u > "$tmp/z7.docs"
+  while read -r d; do
+    [ -f "$srcdir/docs/$d" ] || echo "names $d, which is not in docs/" >> "$tmp/z7"
+  done < "$tmp/z7.docs"
+  [ -s "$tmp/z7.refs" ] || echo "names no zkr page" >> "$tmp/z7"
+fi
+if [ -s "$tmp/z7" ]; then
+  ok 1 "zkr(7) has its sections, names every header and tool, and what it names exists"
+  diag "$tmp/z7"
+else
+  ok 0 "zkr(7) has its sections, names every header and tool, and what it names exists ($(wc -l < "$tmp/z7.refs") pages, $(wc -l < "$tmp/z7.docs") guides)"
+fi
+
+# 9. every guide (docs/*.md) is installed: ZKR_DOCS in Makefile.am lists
+# each, and no other
+sed -n '/^ZKR_DOCS = /,/[^\\]$/p' "$srcdir/Makefile.am" |
+  grep -o 'docs/[A-Za-z0-9_.-]*\.md' | sort > "$tmp/docs.listed"
+(cd "$srcdir" && ls docs/*.md) | sort > "$tmp/docs.tree"
+if [ -s "$tmp/docs.tree" ] && diff -u "$tmp/docs.tree" "$tmp/docs.listed" > "$tmp/docs.diff"; then
+  ok 0 "ZKR_DOCS lists every docs/*.md ($(wc -l < "$tmp/docs.tree") guides)"
+else
+  ok 1 "ZKR_DOCS in Makefile.am lists every docs/*.md, and no other (- add, + remove)"
+  diag "$tmp/docs.diff"
+fi
+
+# 10. the data part of `make install` (install-data: headers, pkg-config,
+# man pages, guides; not the programs, so nothing is relinked) into a
+# temporary DESTDIR: the guides are in $(docdir), zkr.7 in man7, and
+# `man zkr` there shows the overview
+if [ ! -f "$builddir/Makefile" ] || ! command -v make >/dev/null 2>&1; then
+  skip "no configured build tree (run by make check)" "make install puts the guides in \$(docdir) and man zkr works"
+else
+  dest=$tmp/destdir
+  # shellcheck disable=SC2016 # $(docdir) is make's, not the shell's
+  printf 'zkr-t-man-dirs:\n\t@echo "$(docdir)"; echo "$(mandir)"\n' > "$tmp/dirs.mk"
+  mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$builddir" "$@"; }
+  : > "$tmp/inst.err"
+  if ! dirs=$(mk -f Makefile -f "$tmp/dirs.mk" zkr-t-man-dirs 2>>"$tmp/inst.err") ||
+    ! mk install-data DESTDIR="$dest" >/dev/null 2>>"$tmp/inst.err"; then
+    ok 1 "make install puts the guides in \$(docdir) and man zkr works (make failed)"
+    diag "$tmp/inst.err"
+  else
+    docdir=$dest$(echo "$dirs" | sed -n 1p)
+    mandir=$dest$(echo "$dirs" | sed -n 2p)
+    : > "$tmp/inst"
+    for d in $(cat "$tmp/docs.tree") docs/performance-s2.png; do
+      cmp -s "$srcdir/$d" "$docdir/$(basename "$d")" ||
+        echo "$docdir/$(basename "$d"): not installed" >> "$tmp/inst"
+    done
+    cmp -s "$z7" "$mandir/man7/zkr.7" || echo "$mandir/man7/zkr.7: not installed" >> "$tmp/inst"
+    if command -v man >/dev/null 2>&1; then
+      found=$(man -M "$mandir" -w zkr 2>&1)
+      [ "$found" = "$mandir/man7/zkr.7" ] ||
+        echo "man -M $mandir -w zkr: '$found', not $mandir/man7/zkr.7" >> "$tmp/inst"
+      LC_ALL=C.UTF-8 MANWIDTH=80 man -M "$mandir" zkr 2>&1 | grep -q '^RECIPES' ||
+        echo "man -M $mandir zkr does not show the overview" >> "$tmp/inst"
+    fi
+    if [ -s "$tmp/inst" ]; then
+      ok 1 "make install puts the guides in \$(docdir) and man zkr works"
+      diag "$tmp/inst"
+    else
+      ok 0 "make install puts the guides in \$(docdir) and man zkr works ($(ls "$docdir" | wc -l) files in \$(docdir))"
+    fi
+  fi
 fi
