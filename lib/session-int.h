@@ -233,7 +233,7 @@ void zkr__watch_dispatch(zkr_session *s, struct hctx *hc, int type,
 /* Under s->mu: hand every timer due at @now to the event thread; returns
  * the time the next one is due, or -1. */
 int64_t zkr__timers_fire_locked(zkr_session *s, int64_t now);
-/* Free the timers still pending (the session's end). */
+/* Free the timers still pending (when struct zkr_session is freed). */
 void zkr__timers_free(struct zkr__timers *ts);
 
 /* ---- bgdelete.c ---- */

@@ -75,8 +75,8 @@ static void slow_connect(const char *hosts, int renew) {
 /* Deadlines while the server does not answer: a waiter's acquisition
  * gives up at its time-out, and zkr_session_close_within(s, 0) does not
  * wait for the deletion of its node, which cannot reach the server (the
- * node is left to the session's end). zkr_session_close() would wait up
- * to half the 20 s session timeout; both bounds are far from that. */
+ * node is left to the end of its ZooKeeper session). zkr_session_close() would
+ * wait up to half the 20 s session timeout; both bounds are far from that. */
 static void deadline_while_paused(const char *hosts) {
   zkt_root("t-session-faults");
   const char *path = zkt_path("paused-lock");

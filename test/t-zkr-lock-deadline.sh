@@ -4,7 +4,7 @@
 # the -E value) instead of waiting, on its way out, for a deletion that
 # cannot reach the server (it waited half the session timeout more); a
 # SIGTERM ends a waiter, and a zkr-lock still connecting, at once (exit
-# 143). The node is left to the session's end. Each bound is far below
+# 143). The node is left to the end of its ZooKeeper session. Each bound is far below
 # what the old code took (the session timeout here is 20 s: its half is
 # 10 s) and far above what the new one needs (about 1.5 s to close the
 # connection). Runs under test/with-zk.

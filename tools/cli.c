@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -694,65 +695,57 @@ static void on_session(zkr_session *s, zkr_session_event ev, int64_t sid,
         zkr_session_event_name(ev));
 }
 
-/* zkr_session_new() on a thread of its own, so that a signal ends the
- * wait for the first connection at once. */
+/* A connection being made on a thread of its own. */
 struct connecting {
+  zkr_session *s;
   const char *servers;
   zkr_session_opts *so;
-  zkr_session *s;
   int rc;
-  int done[2]; /* a pipe: written when zkr_session_new() returned */
+  atomic_int done;
 };
 
 static void *connect_main(void *arg) {
   struct connecting *c = arg;
   c->rc = zkr_session_new(&c->s, c->servers, c->so);
-  char x = 1;
-  ssize_t w = write(c->done[1], &x, 1);
-  (void)w;
+  atomic_store(&c->done, 1);
   return NULL;
+}
+
+int session_new_interruptible(zkr_session **s, const char *servers,
+                              zkr_session_opts *so, int (*wait_signal)(void *),
+                              void *ud, int *sig) {
+  static struct connecting c; /* outlives us if a signal comes first */
+  c.s = NULL;
+  c.servers = servers;
+  c.so = so;
+  c.rc = ZKR_ESYS;
+  atomic_store(&c.done, 0);
+  pthread_t t;
+  if (pthread_create(&t, NULL, connect_main, &c) != 0)
+    return zkr_session_new(s, servers, so);
+  while (!atomic_load(&c.done)) {
+    int got = wait_signal(ud);
+    if (got > 0) {
+      *sig = got;
+      pthread_detach(t);
+      return ZKR_ECANCELED;
+    }
+  }
+  pthread_join(t, NULL);
+  *s = c.s;
+  return c.rc;
 }
 
 int session_signal;
 
-/* zkr_session_new(), ended by a handled signal (then ZKR_ECANCELED, with
- * session_signal set; the connecting thread is left to the process's
- * end, and nothing was created on the server yet). */
-static int connect_or_signal(zkr_session **out, const char *servers,
-                             zkr_session_opts *so) {
-  static struct connecting c; /* outlives a wait ended by a signal */
-  c.servers = servers;
-  c.so = so;
-  c.s = NULL;
-  c.rc = ZKR_ESYS;
-  pthread_t th;
-  if (signal_fd < 0 || pipe2(c.done, O_CLOEXEC) != 0)
-    return zkr_session_new(out, servers, so);
-  if (pthread_create(&th, NULL, connect_main, &c) != 0) {
-    close(c.done[0]);
-    close(c.done[1]);
-    return zkr_session_new(out, servers, so);
-  }
-  for (;;) {
-    struct pollfd pf[2] = {{signal_fd, POLLIN, 0}, {c.done[0], POLLIN, 0}};
-    if (poll(pf, 2, -1) < 0 && errno != EINTR)
-      break;
-    if (pf[1].revents)
-      break;
-    if (pf[0].revents) {
-      int sig = take_signal(signal_fd);
-      if (sig) {
-        session_signal = sig;
-        pthread_detach(th);
-        return ZKR_ECANCELED;
-      }
-    }
-  }
-  pthread_join(th, NULL);
-  close(c.done[0]);
-  close(c.done[1]);
-  *out = c.s;
-  return c.rc;
+/* For session_new_interruptible(): a signal from signals_setup()'s
+ * signalfd within 50 ms, or 0. */
+static int signalfd_wait(void *ud) {
+  (void)ud;
+  struct pollfd pf = {signal_fd, POLLIN, 0};
+  if (poll(&pf, 1, 50) > 0 && (pf.revents & POLLIN))
+    return take_signal(signal_fd);
+  return 0;
 }
 
 int run_session(const struct run_opts *o, int renew, zkr_session **out) {
@@ -781,7 +774,10 @@ int run_session(const struct run_opts *o, int renew, zkr_session **out) {
   }
   *out = NULL;
   session_servers = o->servers;
-  rc = connect_or_signal(out, o->servers, so);
+  rc = signal_fd < 0
+           ? zkr_session_new(out, o->servers, so)
+           : session_new_interruptible(out, o->servers, so, signalfd_wait, NULL,
+                                       &session_signal);
   if (rc == ZKR_ECANCELED)
     return 128 + session_signal; /* (so stays with the connecting thread) */
   zkr_session_opts_free(so);

@@ -170,6 +170,16 @@ int take_signal(int sfd);
  * not. */
 int die_by_signal(int sig);
 
+/* zkr_session_new() on a thread of its own, while @wait_signal(@ud) is
+ * called again and again (it waits a moment, say 50 ms, and returns a
+ * signal that came, or 0): if one comes first, ZKR_ECANCELED with it in
+ * *@sig, and the connection goes on on its own thread, so the caller
+ * must end the process at once. So a signal ends a tool at once while no
+ * server answers, rather than after the connect timeout. */
+int session_new_interruptible(zkr_session **s, const char *servers,
+                              zkr_session_opts *so, int (*wait_signal)(void *),
+                              void *ud, int *sig);
+
 /* Connect as @o says, renewing a lost session unless !@renew; with -v a
  * listener tells the session's events. A bad connection string is a usage
  * error. Returns 0 with *@out, or (said) 69 or 70; or, when a handled

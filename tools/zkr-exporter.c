@@ -126,7 +126,8 @@ static int connect_zk(long wait_ms, const sigset_t *sigs, int *sig) {
   if (rc == ZKR_OK)
     rc = zkr_session_opts_set_connect_timeout(so, (int)wait_ms);
   if (rc == ZKR_OK && sigs)
-    rc = session_new_interruptible(&ex.s, ex.servers, so, sigs, sig);
+    rc = session_new_interruptible(&ex.s, ex.servers, so, sigset_wait,
+                                   (void *)sigs, sig);
   else if (rc == ZKR_OK)
     rc = zkr_session_new(&ex.s, ex.servers, so);
   if (rc == ZKR_ECANCELED)

@@ -556,7 +556,7 @@ int main(int argc, char **argv) {
             ? ""
             : why_acquire_failed(s, arc, path, lk.permits ? "locks" : NULL);
     /* Give up now: a deletion that cannot reach the server (it does not
-     * answer) is left to the session's end. */
+     * answer) is left to the end of the ZooKeeper session. */
     zkr_session_close_within(s, 0);
     if (got_signal) {
       stats_end("interrupted", 128 + got_signal);

@@ -1221,51 +1221,12 @@ static void end_signals(sigset_t *set) {
   }
 }
 
-/* A connection being made on a thread of its own. */
-struct connecting {
-  zkr_session *s;
-  const char *servers;
-  zkr_session_opts *so;
-  int rc;
-  atomic_int done;
-};
-
-static void *connect_thread(void *arg) {
-  struct connecting *c = arg;
-  c->rc = zkr_session_new(&c->s, c->servers, c->so);
-  atomic_store(&c->done, 1);
-  return NULL;
-}
-
-/* zkr_session_new(), waited for while taking the signals @sigs (blocked
- * in every thread): if one comes first, ZKR_ECANCELED with it in *@sig,
- * and the connection goes on on its own thread, so the caller must end
- * the process at once (_exit). So SIGINT ends --watch (and SIGTERM
- * zkr-exporter) at once while no server answers, rather than after the
- * connect timeout. */
-static int session_new_interruptible(zkr_session **s, const char *servers,
-                                     zkr_session_opts *so, const sigset_t *sigs,
-                                     int *sig) {
-  static struct connecting c; /* outlives us if a signal comes first */
-  c.s = NULL;
-  c.servers = servers;
-  c.so = so;
-  c.rc = ZKR_ESYS;
-  atomic_store(&c.done, 0);
-  pthread_t t;
-  if (pthread_create(&t, NULL, connect_thread, &c) != 0)
-    return zkr_session_new(s, servers, so);
-  while (!atomic_load(&c.done)) {
-    struct timespec ts = {0, 50 * 1000000};
-    int got = sigtimedwait(sigs, NULL, &ts);
-    if (got > 0) {
-      *sig = got;
-      return ZKR_ECANCELED;
-    }
-  }
-  pthread_join(t, NULL);
-  *s = c.s;
-  return c.rc;
+/* For session_new_interruptible(): one of the signals @ud (a sigset_t,
+ * blocked in every thread) within 50 ms, or 0. */
+static int sigset_wait(void *ud) {
+  struct timespec ts = {0, 50 * 1000000};
+  int got = sigtimedwait(ud, NULL, &ts);
+  return got > 0 ? got : 0;
 }
 
 /* zkr-ls's own main, renamed by those that include this file. */
@@ -1386,7 +1347,7 @@ int main(int argc, char **argv) {
   int64_t t0 = now_ms();
   int sig = 0;
   if (rc == ZKR_OK && watching)
-    rc = session_new_interruptible(&s, servers, so, &sigs, &sig);
+    rc = session_new_interruptible(&s, servers, so, sigset_wait, &sigs, &sig);
   else if (rc == ZKR_OK)
     rc = zkr_session_new(&s, servers, so);
   if (rc == ZKR_ECANCELED) {
