@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "follow.h"
 #include "recipe.h"
 
 struct zkr_election_opts {
@@ -420,278 +421,62 @@ int zkr_election_leader(zkr_session *s, const char *path, int64_t timeout_ms,
 
 /* ---- the observer ----
  *
- * A children watch on the path (an exists watch while the path does not
- * exist); each change lists the children, reads the data of the lowest
- * numbered one, and, if it is another node than the one reported last,
- * posts the new leader to the event thread. One refresh at a time (a
- * change during one makes it run again); a connection back or a new
- * session refreshes (a new session has none of our watches). */
+ * A follower of the path's children that reads the data of the lowest
+ * numbered one with each listing (see follow.c: it re-reads on every
+ * change, after a lost read once connected, and on a new session); each
+ * result whose leader is another node than the one reported last is
+ * reported, on the event thread. */
 
 struct zkr_election_observer {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int refs;
-  int freed;
-  int calling; /* the user's function runs (on another thread) */
-  zkr_session *s;
-  char *path;
+  zkr__follow *f;
   zkr_observe_fn fn;
   void *ud;
-  zkr__hook *hook;
-  uint64_t watch_id;
-  zkr__watch_kind watch_kind;
-  int busy, again;
-  int reported; /* something was reported */
+  int reported; /* something was reported (event thread) */
   char *last;   /* the node reported last (NULL: none) */
-  char *cand;   /* the node being read */
 };
 
-struct obs_post {
-  zkr_election_observer *o;
-  int has;
-  zkr_participant p;
-};
-
-static void obs_refresh(zkr_election_observer *o);
-
-static void obs_unref(zkr_election_observer *o) {
-  pthread_mutex_lock(&o->mu);
-  int last = --o->refs == 0;
-  pthread_mutex_unlock(&o->mu);
-  if (last) {
-    pthread_mutex_destroy(&o->mu);
-    pthread_cond_destroy(&o->cv);
-    free(o->path);
-    free(o->last);
-    free(o->cand);
-    zkr__session_unref(o->s);
-    free(o);
+/* The lowest numbered child, or -1. */
+static int obs_pick(const struct String_vector *names, void *ud) {
+  (void)ud;
+  int low = -1;
+  int32_t lseq = 0;
+  for (int i = 0; i < names->count; i++) {
+    int32_t seq;
+    if (zkr__seq_parse(names->data[i], &seq) &&
+        (low < 0 || zkr__seq_cmp(seq, lseq) < 0)) {
+      low = i;
+      lseq = seq;
+    }
   }
+  return low;
 }
 
-/* Under mu: the refresh is over; run it again if asked meanwhile. */
-static void obs_idle(zkr_election_observer *o) {
-  o->busy = 0;
-  free(o->cand);
-  o->cand = NULL;
-  if (o->again && !o->freed) {
-    o->again = 0;
-    obs_refresh(o);
-  }
-}
-
-static void obs_deliver(void *arg) {
-  struct obs_post *p = arg;
-  zkr_election_observer *o = p->o;
-  pthread_mutex_lock(&o->mu);
-  int go = !o->freed;
-  if (go)
-    o->calling = 1;
-  pthread_mutex_unlock(&o->mu);
-  if (go)
-    o->fn(o, p->has ? &p->p : NULL, o->ud);
-  pthread_mutex_lock(&o->mu);
-  o->calling = 0;
-  pthread_cond_broadcast(&o->cv);
-  pthread_mutex_unlock(&o->mu);
-  free(p->p.node);
-  free(p->p.data);
-  free(p);
-  obs_unref(o);
-}
-
-/* Under mu: report @p (NULL: no leader) if it differs from the last. */
-static void obs_report(zkr_election_observer *o, const char *node, int32_t seq,
-                       const struct Stat *st, const char *data, int len) {
+static void obs_result(zkr__follow *f, const zkr__snapshot *v, void *ud) {
+  zkr_election_observer *o = ud;
+  (void)f;
+  if (v->rc != ZKR_OK && v->rc != ZKR_ENONODE)
+    return; /* (read again once connected) */
+  const char *node = v->rc == ZKR_OK ? v->child : NULL;
   if (o->reported &&
       ((!node && !o->last) || (node && o->last && strcmp(node, o->last) == 0)))
     return;
-  struct obs_post *p = calloc(1, sizeof *p);
+  zkr_participant p = {0};
   char *keep = node ? zkr__strdup(node) : NULL;
-  if (!p || (node && !keep)) {
-    free(p);
-    free(keep);
+  if (node && !keep)
     return; /* (out of memory: reported with the next change) */
-  }
-  p->o = o;
   if (node) {
-    p->has = 1;
-    p->p.node = zkr__strdup(node);
-    p->p.seq = seq;
-    p->p.is_holder = 1;
-    p->p.session_id = st->ephemeralOwner;
-    p->p.czxid = st->czxid;
-    p->p.ctime_ms = st->ctime;
-    p->p.data = malloc(len > 0 ? (size_t)len + 1 : 1);
-    if (p->p.data) {
-      if (len > 0)
-        memcpy(p->p.data, data, (size_t)len);
-      p->p.data[len > 0 ? len : 0] = '\0';
-    }
-  }
-  o->refs++;
-  if (zkr__session_post(o->s, obs_deliver, p) != ZKR_OK) {
-    o->refs--;
-    free(p->p.node);
-    free(p->p.data);
-    free(p);
-    free(keep);
-    return;
+    p.node = (char *)node;
+    zkr__seq_parse(node, &p.seq);
+    p.is_holder = 1;
+    p.session_id = v->child_stat->ephemeralOwner;
+    p.czxid = v->child_stat->czxid;
+    p.ctime_ms = v->child_stat->ctime;
+    p.data = (char *)(v->child_data ? v->child_data : "");
   }
   o->reported = 1;
   free(o->last);
   o->last = keep;
-}
-
-static void obs_watch_cb(zkr_session *s, int type, const char *path,
-                         void *ctx) {
-  zkr_election_observer *o = ctx;
-  (void)s;
-  (void)type;
-  (void)path;
-  pthread_mutex_lock(&o->mu);
-  o->watch_id = 0;
-  if (!o->freed) {
-    if (o->busy)
-      o->again = 1;
-    else
-      obs_refresh(o);
-  }
-  pthread_mutex_unlock(&o->mu);
-  obs_unref(o);
-}
-
-static void obs_data_cb(int rc, const char *value, int len,
-                        const struct Stat *stat, const void *data) {
-  zkr_election_observer *o = (zkr_election_observer *)data;
-  pthread_mutex_lock(&o->mu);
-  if (!o->freed) {
-    int32_t seq = 0;
-    if (rc == ZOK && o->cand && zkr__seq_parse(o->cand, &seq))
-      obs_report(o, o->cand, seq, stat, value, len);
-    else if (rc == ZNONODE)
-      o->again = 1; /* it left meanwhile: look again */
-    /* (other errors: the connection hook refreshes) */
-  }
-  obs_idle(o);
-  pthread_mutex_unlock(&o->mu);
-  obs_unref(o);
-}
-
-static void obs_exists_cb(int rc, const struct Stat *stat, const void *data) {
-  zkr_election_observer *o = (zkr_election_observer *)data;
-  (void)stat;
-  pthread_mutex_lock(&o->mu);
-  if (!o->freed && rc == ZOK)
-    o->again = 1; /* created meanwhile */
-  obs_idle(o);
-  pthread_mutex_unlock(&o->mu);
-  obs_unref(o);
-}
-
-/* Under mu: set our one watch (of @kind on the path). */
-static int obs_watch(zkr_election_observer *o, zkr__watch_kind kind) {
-  if (o->watch_id && zkr__watch_unlink(o->s, o->watch_id))
-    o->refs--; /* its callback will never run */
-  o->watch_id = 0;
-  uint64_t id = 0;
-  if (zkr__watch_add(o->s, o->path, kind, obs_watch_cb, o, &id) != ZKR_OK)
-    return ZKR_ENOMEM;
-  o->watch_id = id;
-  o->watch_kind = kind;
-  o->refs++;
-  return ZKR_OK;
-}
-
-static void obs_kids_cb(int rc, const struct String_vector *names,
-                        const void *data) {
-  zkr_election_observer *o = (zkr_election_observer *)data;
-  pthread_mutex_lock(&o->mu);
-  int sent = 0;
-  if (!o->freed && rc == ZNONODE) {
-    /* no path: no leader; watch for its creation */
-    obs_report(o, NULL, 0, NULL, NULL, 0);
-    zhandle_t *zh;
-    uint64_t gen;
-    if (obs_watch(o, ZKR__WATCH_DATA) == ZKR_OK &&
-        zkr__session_get_zh(o->s, &zh, &gen) == ZKR_OK) {
-      o->refs++;
-      if (zoo_aexists(zh, o->path, 1, obs_exists_cb, o) == ZOK)
-        sent = 1;
-      else
-        o->refs--;
-      zkr__session_put_zh(o->s);
-    }
-  } else if (!o->freed && rc == ZOK) {
-    const char *low = NULL;
-    int32_t lseq = 0;
-    for (int i = 0; names && i < names->count; i++) {
-      int32_t seq;
-      if (zkr__seq_parse(names->data[i], &seq) &&
-          (!low || zkr__seq_cmp(seq, lseq) < 0)) {
-        low = names->data[i];
-        lseq = seq;
-      }
-    }
-    if (!low) {
-      obs_report(o, NULL, 0, NULL, NULL, 0);
-    } else {
-      char *full = zkr__path_join(o->path, low);
-      zhandle_t *zh;
-      uint64_t gen;
-      free(o->cand);
-      o->cand = zkr__strdup(low);
-      if (full && o->cand && zkr__session_get_zh(o->s, &zh, &gen) == ZKR_OK) {
-        o->refs++;
-        if (zoo_aget(zh, full, 0, obs_data_cb, o) == ZOK)
-          sent = 1;
-        else
-          o->refs--;
-        zkr__session_put_zh(o->s);
-      }
-      free(full);
-    }
-  }
-  if (!sent)
-    obs_idle(o);
-  pthread_mutex_unlock(&o->mu);
-  obs_unref(o);
-}
-
-/* Under mu: list the children with a children watch. */
-static void obs_refresh(zkr_election_observer *o) {
-  zhandle_t *zh;
-  uint64_t gen;
-  if (o->busy) {
-    o->again = 1;
-    return;
-  }
-  if (zkr__session_get_zh(o->s, &zh, &gen) != ZKR_OK)
-    return; /* the connection hook refreshes */
-  if (obs_watch(o, ZKR__WATCH_CHILD) != ZKR_OK) {
-    zkr__session_put_zh(o->s);
-    return;
-  }
-  o->busy = 1;
-  o->refs++;
-  if (zoo_aget_children(zh, o->path, 1, obs_kids_cb, o) != ZOK) {
-    o->refs--;
-    o->busy = 0;
-  }
-  zkr__session_put_zh(o->s);
-}
-
-static void obs_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
-                     void *ctx) {
-  zkr_election_observer *o = ctx;
-  (void)s;
-  (void)sid;
-  if (ev != ZKR_EV_CONNECTED && ev != ZKR_EV_RECONNECTED)
-    return;
-  pthread_mutex_lock(&o->mu);
-  if (!o->freed)
-    obs_refresh(o);
-  pthread_mutex_unlock(&o->mu);
+  o->fn(o, node ? &p : NULL, o->ud);
 }
 
 int zkr_election_observe(zkr_session *s, const char *path, zkr_observe_fn fn,
@@ -704,44 +489,26 @@ int zkr_election_observe(zkr_session *s, const char *path, zkr_observe_fn fn,
   if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
     return ZKR_ECLOSED;
   zkr_election_observer *o = calloc(1, sizeof *o);
-  if (!o || !(o->path = zkr__strdup(path))) {
-    free(o);
+  if (!o)
     return ZKR_ENOMEM;
-  }
-  pthread_mutex_init(&o->mu, NULL);
-  zkr__cond_init(&o->cv);
-  o->refs = 1;
-  o->s = s;
-  zkr__session_ref(s);
   o->fn = fn;
   o->ud = user_data;
-  if (zkr__session_hook_add(s, obs_hook, o, &o->hook) != ZKR_OK) {
-    obs_unref(o);
-    return ZKR_ENOMEM;
-  }
-  pthread_mutex_lock(&o->mu);
-  obs_refresh(o);
-  pthread_mutex_unlock(&o->mu);
   *out = o;
-  return ZKR_OK;
+  rc = zkr__follow_new(&o->f, s, path, ZKR__FOLLOW_CHILDREN, obs_pick,
+                       obs_result, o);
+  if (rc != ZKR_OK) {
+    free(o);
+    *out = NULL;
+  }
+  return rc;
 }
 
 void zkr_election_observer_free(zkr_election_observer *o) {
   if (!o)
     return;
-  zkr__session_hook_remove(o->s, o->hook);
-  pthread_mutex_lock(&o->mu);
-  o->freed = 1;
-  if (o->watch_id) {
-    if (zkr__watch_unlink(o->s, o->watch_id))
-      o->refs--;
-    zkr__session_unwatch(o->s, o->path, o->watch_kind); /* none left */
-  }
-  o->watch_id = 0;
-  while (o->calling && !zkr__tls_in_callback)
-    pthread_cond_wait(&o->cv, &o->mu);
-  pthread_mutex_unlock(&o->mu);
-  obs_unref(o);
+  zkr__follow_free(o->f); /* no call after it */
+  free(o->last);
+  free(o);
 }
 
 int zkr_election_stats(const zkr_election *e, zkr_stats *out, size_t size) {
