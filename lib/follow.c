@@ -80,6 +80,7 @@ static void deliver_call(zkr__obj *o, zkr__obj_call *c, int call) {
     int zrc = sn->zrc_data != ZOK ? sn->zrc_data : sn->zrc_kids;
     if (zrc == ZOK && sn->child)
       zrc = sn->zrc_child;
+    v.zrc = zrc;
     v.rc = zrc == ZOK ? ZKR_OK : zkr__from_zk(zrc);
     if (zrc == ZOK) {
       if (f->what & ZKR__FOLLOW_DATA) {
@@ -300,6 +301,7 @@ static void follow_read(zkr__follow *f) {
     f->stale = 1; /* read again once the connection comes back */
     return;
   }
+  sn->zrc_exists = ZNONODE; /* (no exists request: nothing created) */
   f->busy = 1;
   f->cur = sn;
   f->stale = 0;

@@ -27,6 +27,7 @@ enum {
  * error of the read (a watching follower reads again once connected). */
 typedef struct zkr__snapshot {
   int rc;
+  int zrc;                 /* the ZooKeeper client's code behind @rc */
   const char *data;        /* DATA: the value (NUL added; NULL for null data) */
   int datalen;             /* DATA: its length, -1 for null data */
   const struct Stat *stat; /* DATA: the node's stat */

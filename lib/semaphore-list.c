@@ -71,11 +71,11 @@ int zkr_semaphore_stats(const zkr_semaphore *csem, zkr_stats *out,
   if (!csem)
     return ZKR_EINVAL;
   zkr_semaphore *sem = (zkr_semaphore *)csem;
-  zkr__sem_sem_lock(sem);
+  zkr__obj_lock(&sem->obj);
   zkr_lock_state state = sem->st.held > 0      ? ZKR_LOCK_HELD
                          : sem->st.waiting > 0 ? ZKR_LOCK_ACQUIRING
                                                : ZKR_LOCK_UNLOCKED;
   int rc = zkr__stats_copy(&sem->st, (int)state, out, size);
-  zkr__sem_sem_unlock(sem);
+  zkr__obj_unlock(&sem->obj);
   return rc;
 }

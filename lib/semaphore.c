@@ -20,16 +20,11 @@
  * limit) and a retry timer. The semaphore's recursive mutex serialises
  * them with the API calls of other threads; the engine never calls back
  * with its own lock held, so the order is always semaphore, then queue.
- * An asynchronous acquisition's callback runs without that mutex: the
- * acquisition ends onto a ready list, and the outermost unlock runs the
- * list (sem_deliver), so a callback that blocks holds up nothing but its
- * own thread.
- *
- * Lifetimes: the semaphore holds a reference on its session; every request,
- * watch, timer and job in flight holds one on the semaphore, and so does
- * every call that may run a user callback (which may free the semaphore);
- * jobs name their acquisition by id, since it may have ended (and been
- * freed) before the job runs.
+ * The lock, the references, the jobs and the deferred callbacks are the
+ * object base's (object.c): an asynchronous acquisition's callback runs
+ * at the outermost unlock, without the lock, so a callback that blocks
+ * holds up nothing but its own thread. Jobs name their acquisition by id,
+ * since it may have ended (and been freed) before the job runs.
  */
 #include "config.h"
 
@@ -42,145 +37,29 @@
 
 static void acq_free(struct acq *a);
 
-void zkr__sem_sem_lock(zkr_semaphore *sem) {
-  pthread_mutex_lock(&sem->mu);
-  sem->depth++;
+/* Under the lock: the acquisition @id if it is still under way (and the
+ * semaphore is not being freed). */
+static struct acq *acq_find(zkr_semaphore *sem, void *id) {
+  for (struct acq *a = sem->acqs; a && !sem->obj.freed; a = a->next)
+    if (a->id == (uint64_t)(uintptr_t)id)
+      return a;
+  return NULL;
 }
 
-/* Under mu, held once: run the callbacks of the acquisitions that ended,
- * each without mu, so that a callback that blocks does not hold up the
- * other threads' calls on @sem. Comes back with mu and one more reference
- * (the caller drops it once mu is let go: a callback may free @sem). */
-static void sem_deliver(zkr_semaphore *sem) {
-  sem->refs++;
-  sem->calling++;
-  while (sem->ready) {
-    struct acq *a = sem->ready;
-    sem->ready = a->next;
-    if (!sem->ready)
-      sem->ready_tail = &sem->ready;
-    int call = !sem->freeing; /* (freed by an earlier callback: no call) */
-    sem->depth--;
-    pthread_mutex_unlock(&sem->mu);
-    if (call) {
-      zkr__tls_in_callback++;
-      a->fn(sem, a->rc, a->out, a->n, a->ud);
-      zkr__tls_in_callback--;
-    }
-    acq_free(a);
-    pthread_mutex_lock(&sem->mu);
-    sem->depth++;
-  }
-  if (--sem->calling == 0)
-    pthread_cond_broadcast(&sem->cv);
+/* Under the lock: run @fn(sem, @a) on the event thread, if @a is still
+ * under way then. */
+static int post_job(zkr_semaphore *sem, struct acq *a,
+                    void (*fn)(zkr__obj *, void *)) {
+  return zkr__obj_post(&sem->obj, fn, (void *)(uintptr_t)a->id);
 }
 
-void zkr__sem_sem_unlock(zkr_semaphore *sem) {
-  /* (while one thread runs callbacks, it also runs those that end
-   * meanwhile: one at a time, in order) */
-  int deliver = sem->depth == 1 && sem->ready && !sem->calling;
-  if (deliver)
-    sem_deliver(sem);
-  sem->depth--;
-  pthread_mutex_unlock(&sem->mu);
-  if (deliver)
-    zkr__sem_sem_unref(sem);
-}
-
-/* Under mu, held once: wait on cv (which lets mu go meanwhile). */
-static void sem_wait(zkr_semaphore *sem) {
-  sem->depth = 0;
-  pthread_cond_wait(&sem->cv, &sem->mu);
-  sem->depth = 1;
-}
-
-static void sem_destroy(zkr_semaphore *sem) {
-  if (sem->s)
-    zkr__session_unref(sem->s);
-  pthread_mutex_destroy(&sem->mu);
-  pthread_cond_destroy(&sem->cv);
+static void sem_destroy(zkr__obj *o) {
+  zkr_semaphore *sem = (zkr_semaphore *)o;
   free(sem->path);
   free(sem->locks);
   free(sem->leases);
   free(sem->count_path);
   free(sem);
-}
-
-/* Under mu: one reference more (a request or a job in flight). */
-void zkr__sem_sem_ref(zkr_semaphore *sem) {
-  sem->refs++;
-}
-
-/* Drop a reference; the last one frees. Takes mu itself. */
-void zkr__sem_sem_unref(zkr_semaphore *sem) {
-  pthread_mutex_lock(&sem->mu);
-  int last = --sem->refs == 0;
-  pthread_mutex_unlock(&sem->mu);
-  if (last)
-    sem_destroy(sem);
-}
-
-/* Take mu and a reference for the length of a call that may run a user
- * callback, which may free the semaphore (zkr_semaphore_free() from an
- * acquisition's callback): the semaphore outlives the call. */
-static void sem_enter(zkr_semaphore *sem) {
-  zkr__sem_sem_lock(sem);
-  zkr__sem_sem_ref(sem);
-}
-static void sem_leave(zkr_semaphore *sem) {
-  zkr__sem_sem_unlock(sem);
-  zkr__sem_sem_unref(sem);
-}
-
-/* Under mu: the acquisition @id if it is still under way. */
-static struct acq *acq_find(zkr_semaphore *sem, uint64_t id) {
-  for (struct acq *a = sem->acqs; a; a = a->next)
-    if (a->id == id)
-      return a;
-  return NULL;
-}
-
-static void job_teardown(zkr_semaphore *sem, struct acq *unused);
-
-static void job_run(void *arg) {
-  struct job *j = arg;
-  zkr_semaphore *sem = j->sem;
-  zkr__sem_sem_lock(sem);
-  if (j->fn == job_teardown) {
-    j->fn(sem, NULL);
-  } else if (!sem->freeing) {
-    struct acq *a = j->acq_id ? acq_find(sem, j->acq_id) : NULL;
-    if (a || !j->acq_id)
-      j->fn(sem, a); /* (an acquisition that ended meanwhile: nothing) */
-  }
-  zkr__sem_sem_unlock(sem);
-  free(j);
-  zkr__sem_sem_unref(sem);
-}
-
-/* Under mu: run fn(sem, acq) on the event thread (inline once that has
- * stopped: the session is closed and nothing else drives). */
-int zkr__sem_post_job(zkr_semaphore *sem, struct acq *acq,
-                      void (*fn)(zkr_semaphore *, struct acq *)) {
-  struct job *j = calloc(1, sizeof *j);
-  if (!j)
-    return ZKR_ENOMEM;
-  j->sem = sem;
-  j->acq_id = acq ? acq->id : 0;
-  j->fn = fn;
-  zkr__sem_sem_ref(sem);
-  int rc = zkr__session_post(sem->s, job_run, j);
-  if (rc == ZKR_ECLOSED) {
-    fn(sem, acq);
-    free(j);
-    sem->refs--; /* we hold mu, and the caller holds another reference */
-    return ZKR_OK;
-  }
-  if (rc != ZKR_OK) {
-    free(j);
-    sem->refs--;
-  }
-  return rc;
 }
 
 /* ---- options ---- */
@@ -309,7 +188,7 @@ static void lease_hold_end(zkr_semaphore *sem, zkr_lease *l, int lost) {
   zkr__alarm_disarm(l->hold_alarm);
   l->hold_alarm = NULL;
   char buf[ZKR__PATH_MAX + 64];
-  zkr__stats_hold_end(sem->s, &sem->st, "lease", sem->leases,
+  zkr__stats_hold_end(sem->obj.s, &sem->st, "lease", sem->leases,
                       lost ? NULL : lease_name(l, buf, sizeof buf), lost,
                       zkr__now_us() - l->hold_t0);
 }
@@ -321,7 +200,7 @@ static void acq_stats_end(zkr_semaphore *sem, struct acq *a, int rc) {
   int handoff = zkr__queue_waited(a->adm);
   for (int i = 0; i < a->n && !handoff; i++)
     handoff = a->tmp[i] && zkr__queue_waited(a->tmp[i]->q);
-  zkr__stats_wait_end(sem->s, &sem->st, "lease", sem->leases, NULL, rc,
+  zkr__stats_wait_end(sem->obj.s, &sem->st, "lease", sem->leases, NULL, rc,
                       now - a->t0, handoff, rc == ZKR_OK ? a->n : 0);
   if (rc != ZKR_OK)
     return;
@@ -330,9 +209,18 @@ static void acq_stats_end(zkr_semaphore *sem, struct acq *a, int rc) {
     zkr_lease *l = a->tmp[i];
     l->hold_open = 1;
     l->hold_t0 = now;
-    l->hold_alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_HOLD, "lease", sem->leases,
-                                   lease_name(l, buf, sizeof buf), NULL);
+    l->hold_alarm =
+        zkr__alarm_arm(sem->obj.s, ZKR_ALERT_HOLD, "lease", sem->leases,
+                       lease_name(l, buf, sizeof buf), NULL);
   }
+}
+
+/* A finished asynchronous acquisition's callback (without the lock). */
+static void acq_call(zkr__obj *o, zkr__obj_call *c, int call) {
+  struct acq *a = (struct acq *)c;
+  if (call)
+    a->fn((zkr_semaphore *)o, a->rc, a->out, a->n, a->ud);
+  acq_free(a);
 }
 
 /* Under mu, event thread: the acquisition ends with @rc. On failure every
@@ -365,14 +253,13 @@ void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
   if (a->blocking) {
     a->done = 1;
     a->rc = rc;
-    pthread_cond_broadcast(&sem->cv);
+    zkr__obj_broadcast(&sem->obj);
     return; /* the waiter frees it */
   }
-  if (a->fn && !sem->freeing) {
-    a->rc = rc; /* its callback runs once mu is let go */
-    a->next = NULL;
-    *sem->ready_tail = a;
-    sem->ready_tail = &a->next;
+  if (a->fn && !sem->obj.freed) {
+    a->rc = rc; /* its callback runs once the lock is let go */
+    a->call.fn = acq_call;
+    zkr__obj_defer(&sem->obj, &a->call);
     return;
   }
   acq_free(a);
@@ -416,7 +303,7 @@ static void lease_done(zkr__queue *q, int rc, void *ud) {
   struct acq *a = ud;
   zkr_semaphore *sem = a->sem;
   (void)q;
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   if (a->phase == A_LEASE) {
     if (a->restarting && !a->cancel &&
         (rc == ZKR_OK || rc == ZKR_ECANCELED || rc == ZKR_ELOCKLOST)) {
@@ -435,13 +322,13 @@ static void lease_done(zkr__queue *q, int rc, void *ud) {
       zkr__sem_acq_finish(sem, a, rc);
     }
   }
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
 }
 
 static void adm_done(zkr__queue *q, int rc, void *ud) {
   struct acq *a = ud;
   zkr_semaphore *sem = a->sem;
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   if (a->phase == A_ADMIT) {
     if (rc != ZKR_OK) {
       zkr__sem_acq_finish(sem, a, rc);
@@ -459,7 +346,7 @@ static void adm_done(zkr__queue *q, int rc, void *ud) {
       next_lease(sem, a);
     }
   }
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
 }
 
 /* The admission node's state, while admitted: a loss starts over. */
@@ -469,27 +356,27 @@ static void adm_state(zkr__queue *q, zkr__qstate st, void *ud) {
   (void)q;
   if (st != ZKR__Q_LOST)
     return;
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   acq_restart(sem, a);
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
 }
 
 static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_lease *l = ud;
   zkr_semaphore *sem = l->sem;
   (void)q;
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   if (l->acq) {
     if (st == ZKR__Q_LOST)
       acq_restart(sem, l->acq); /* a lease got so far is gone */
-    sem_leave(sem);
+    zkr__obj_leave(&sem->obj);
     return;
   }
   if (st == ZKR__Q_LOST)
     lease_hold_end(sem, l, 1);
   zkr_lock_state_fn fn = sem->state_fn;
   void *fud = sem->state_ud;
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
   if (fn)
     fn(l, zkr__lock_state_of(st), fud);
 }
@@ -506,11 +393,11 @@ static void lease_waits(zkr__queue *q, int rc, void *ud) {
   zkr_semaphore *sem = l->sem;
   (void)q;
   (void)rc;
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   struct acq *a = l->acq;
   if (a && a->phase == A_LEASE && !a->restarting)
     zkr__queue_watch_held_now(a->adm);
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
 }
 
 /* Under mu, event thread: start (or start over) an acquisition. */
@@ -521,9 +408,9 @@ void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
     zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
     return;
   }
-  if (!sem->layout_ok || (sem->count_path && sem->count_state != 2)) {
+  if (sem->layout != P_OK || (sem->count_path && sem->count != P_OK)) {
     a->phase = A_PREP;
-    zkr__sem_prep_step(sem, NULL);
+    zkr__sem_prep_step(sem);
     return;
   }
   if (a->n > atomic_load(&sem->limit) && atomic_load(&sem->limit) > 0 &&
@@ -546,12 +433,18 @@ void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
 
 /* The posted start of an acquisition, which only this job takes out of
  * A_NEW: it starts it once. */
-static void job_kick(zkr_semaphore *sem, struct acq *a) {
-  if (a->phase == A_NEW)
+static void job_kick(zkr__obj *o, void *id) {
+  zkr_semaphore *sem = (zkr_semaphore *)o;
+  struct acq *a = acq_find(sem, id);
+  if (a && a->phase == A_NEW)
     zkr__sem_acq_kick(sem, a);
 }
 
-static void job_cancel(zkr_semaphore *sem, struct acq *a) {
+static void job_cancel(zkr__obj *o, void *id) {
+  zkr_semaphore *sem = (zkr_semaphore *)o;
+  struct acq *a = acq_find(sem, id);
+  if (!a)
+    return;
   a->cancel = 1;
   if (a->phase == A_NEW || a->phase == A_PREP)
     zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
@@ -562,8 +455,7 @@ static void job_cancel(zkr_semaphore *sem, struct acq *a) {
                                              already, next_lease() ends it) */
 }
 
-void zkr__sem_reevaluate_all(zkr_semaphore *sem, struct acq *unused) {
-  (void)unused;
+void zkr__sem_reevaluate_all(zkr_semaphore *sem) {
   for (struct acq *a = sem->acqs; a; a = a->next)
     if (a->phase == A_LEASE && !a->restarting)
       zkr__queue_reevaluate(a->tmp[a->got]->q);
@@ -588,17 +480,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   zkr_semaphore *sem = calloc(1, sizeof *sem);
   if (!sem)
     return ZKR_ENOMEM;
-  pthread_mutexattr_t ma;
-  pthread_mutexattr_init(&ma);
-  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(&sem->mu, &ma);
-  sem->ready_tail = &sem->ready;
-  pthread_mutexattr_destroy(&ma);
-  zkr__cond_init(&sem->cv);
-  sem->refs = 1;
-  sem->s = s;
-  zkr__session_ref(s); /* used until the semaphore is freed, also after the
-                          session is closed */
+  zkr__obj_init(&sem->obj, s, sem_destroy);
   sem->path = zkr__strdup(path);
   sem->locks = zkr__path_join(path, "locks");
   sem->leases = zkr__path_join(path, "leases");
@@ -620,13 +502,10 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
     sem->state_ud = opts->state_ud;
     sem->watch_node = opts->watch_node;
   }
-  if (cpath &&
-      zkr__session_hook_add(s, zkr__sem_count_hook, sem, &sem->hook) != ZKR_OK)
-    goto nomem;
   *out = sem;
   return ZKR_OK;
 nomem:
-  sem_destroy(sem);
+  zkr__obj_unref(&sem->obj);
   return ZKR_ENOMEM;
 }
 
@@ -644,8 +523,8 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->tmp = calloc((size_t)n, sizeof *a->tmp);
   if (!a->tmp)
     goto fail;
-  *rc = zkr__queue_new(&a->adm, sem->s, sem->locks, &sem->adm_pol, sem->data,
-                       sem->datalen);
+  *rc = zkr__queue_new(&a->adm, sem->obj.s, sem->locks, &sem->adm_pol,
+                       sem->data, sem->datalen);
   if (*rc != ZKR_OK)
     goto fail;
   zkr__queue_set_state_fn(a->adm, adm_state, a);
@@ -660,8 +539,8 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
     l->sem = sem;
     l->acq = a;
     a->tmp[i] = l;
-    *rc = zkr__queue_new(&l->q, sem->s, sem->leases, &sem->lease_pol, sem->data,
-                         sem->datalen);
+    *rc = zkr__queue_new(&l->q, sem->obj.s, sem->leases, &sem->lease_pol,
+                         sem->data, sem->datalen);
     if (*rc != ZKR_OK)
       goto fail;
     zkr__queue_set_state_fn(l->q, lease_state, l);
@@ -685,7 +564,7 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
     return ZKR_EINVAL;
   if (!sem->count_path && n > sem->fixed_limit)
     return ZKR_EINVAL;
-  if (zkr_session_state_get(sem->s) == ZKR_STATE_CLOSED)
+  if (zkr_session_state_get(sem->obj.s) == ZKR_STATE_CLOSED)
     return ZKR_ECLOSED;
   int rc;
   struct acq *a = acq_new(sem, n, timeout_ms, leases, &rc);
@@ -695,25 +574,25 @@ static int acq_start(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->ud = ud;
   a->blocking = blocking;
   a->phase = A_NEW; /* not A_PREP: the preparation must not start it */
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   a->id = ++sem->next_acq_id;
   a->next = sem->acqs;
   sem->acqs = a;
   a->t0 = zkr__now_us();
-  zkr__stats_wait_begin(sem->s, &sem->st);
-  a->alarm = zkr__alarm_arm(sem->s, ZKR_ALERT_WAIT, "lease", sem->leases, NULL,
-                            zkr__zk_first_contender);
-  rc = zkr__sem_post_job(sem, a, job_kick);
+  zkr__stats_wait_begin(sem->obj.s, &sem->st);
+  a->alarm = zkr__alarm_arm(sem->obj.s, ZKR_ALERT_WAIT, "lease", sem->leases,
+                            NULL, zkr__zk_first_contender);
+  rc = post_job(sem, a, job_kick);
   if (rc != ZKR_OK) {
     if (a->phase != A_END)
       acq_stats_end(sem, a, rc);
     acq_unlink(sem, a);
-    sem_leave(sem);
+    zkr__obj_leave(&sem->obj);
     acq_free(a);
     return rc;
   }
   *out = a;
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
   return ZKR_OK;
 }
 
@@ -725,11 +604,11 @@ int zkr_semaphore_acquire(zkr_semaphore *sem, int n, int64_t timeout_ms,
   int rc = acq_start(sem, n, timeout_ms, leases, NULL, NULL, 1, &a);
   if (rc != ZKR_OK)
     return rc;
-  zkr__sem_sem_lock(sem);
+  zkr__obj_lock(&sem->obj);
   while (!a->done)
-    sem_wait(sem);
+    zkr__obj_wait(&sem->obj, -1);
   rc = a->rc;
-  zkr__sem_sem_unlock(sem);
+  zkr__obj_unlock(&sem->obj);
   acq_free(a);
   return rc;
 }
@@ -747,16 +626,16 @@ int zkr_semaphore_cancel(zkr_semaphore *sem) {
   if (!sem)
     return ZKR_EINVAL;
   int rc = ZKR_ENOTHELD;
-  sem_enter(sem);
+  zkr__obj_enter(&sem->obj);
   for (struct acq *a = sem->acqs, *next; a; a = next) {
     next = a->next; /* (a job run inline, the session closed, may end a) */
     if (a->phase != A_END && !a->cancel) {
       a->cancel = 1;
-      if (zkr__sem_post_job(sem, a, job_cancel) == ZKR_OK)
+      if (post_job(sem, a, job_cancel) == ZKR_OK)
         rc = ZKR_OK;
     }
   }
-  sem_leave(sem);
+  zkr__obj_leave(&sem->obj);
   return rc;
 }
 
@@ -765,13 +644,13 @@ int zkr_semaphore_limit(const zkr_semaphore *sem) {
 }
 
 /* Event thread (or inline once it stopped): end everything of @sem. */
-static void job_teardown(zkr_semaphore *sem, struct acq *unused) {
+static void job_teardown(zkr__obj *o, void *unused) {
+  zkr_semaphore *sem = (zkr_semaphore *)o;
   (void)unused;
   while (sem->acqs) {
     struct acq *a = sem->acqs;
     a->cancel = 1;
-    sem->freeing = 1;
-    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freeing */
+    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freed */
   }
   while (sem->handed) {
     zkr_lease *l = sem->handed;
@@ -780,48 +659,24 @@ static void job_teardown(zkr_semaphore *sem, struct acq *unused) {
     zkr__queue_free(l->q);
     free(l);
   }
-  if (sem->count_watch && zkr__watch_unlink(sem->s, sem->count_watch)) {
-    sem->count_watch = 0;
-    sem->refs--;
-  }
-  if (sem->retry_timer && zkr__timer_cancel(sem->s, sem->retry_timer)) {
-    sem->retry_timer = 0;
-    sem->refs--;
-  }
-  sem->freeing = 2; /* done */
-  pthread_cond_broadcast(&sem->cv);
+  zkr__sem_prep_stop(sem);
+  sem->torn = 1;
+  zkr__obj_broadcast(&sem->obj);
 }
 
 void zkr_semaphore_free(zkr_semaphore *sem) {
   if (!sem)
     return;
-  zkr__session_hook_remove(sem->s, sem->hook);
-  zkr__sem_sem_lock(sem);
-  sem->freeing = 1;
-  if (zkr__tls_in_callback) {
-    job_teardown(sem, NULL);
-  } else {
-    struct job *j = calloc(1, sizeof *j);
-    int rc = ZKR_ENOMEM;
-    if (j) {
-      j->sem = sem;
-      j->fn = job_teardown;
-      zkr__sem_sem_ref(sem);
-      rc = zkr__session_post(sem->s, job_run, j);
-      if (rc != ZKR_OK) {
-        sem->refs--;
-        free(j);
-      }
-    }
-    if (rc != ZKR_OK)
-      job_teardown(sem, NULL);
-    while (sem->freeing != 2)
-      sem_wait(sem);
-  }
-  while (sem->calling && !zkr__tls_in_callback)
-    sem_wait(sem); /* a callback of @sem running on another thread */
-  zkr__sem_sem_unlock(sem);
-  zkr__sem_sem_unref(sem);
+  zkr__obj_lock(&sem->obj);
+  sem->obj.freed = 1; /* no job, no callback from now on */
+  if (zkr__tls_in_callback ||
+      zkr__obj_post(&sem->obj, job_teardown, NULL) != ZKR_OK)
+    job_teardown(&sem->obj, NULL);
+  while (!sem->torn)
+    zkr__obj_wait(&sem->obj, -1);
+  zkr__obj_retire_locked(&sem->obj); /* a callback on another thread */
+  zkr__obj_unlock(&sem->obj);
+  zkr__obj_unref(&sem->obj);
 }
 
 /* ---- leases ---- */
@@ -830,10 +685,10 @@ int zkr_lease_release(zkr_lease *l) {
   if (!l)
     return ZKR_EINVAL;
   zkr_semaphore *sem = l->sem;
-  zkr__sem_sem_lock(sem);
+  zkr__obj_lock(&sem->obj);
   lease_hold_end(sem, l, zkr__queue_state(l->q) == ZKR__Q_LOST);
   lease_unlink(sem, l);
-  zkr__sem_sem_unlock(sem);
+  zkr__obj_unlock(&sem->obj);
   int rc = zkr__queue_release(l->q);
   zkr__queue_free(l->q);
   free(l);
