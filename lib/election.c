@@ -30,9 +30,7 @@ struct zkr_election_opts {
 enum { STYLE_NONE, STYLE_LATCH, STYLE_SELECTOR };
 
 struct zkr_election {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  zkr_session *s;
+  zkr__obj obj; /* its lock and the wait for a change (object.c) */
   char *path;
   char data[600];
   int datalen;
@@ -114,11 +112,11 @@ static int leads(const zkr_election *e, zkr__qstate st) {
 
 /* Event thread: tell the listener @v if it was told otherwise last. */
 static void report(zkr_election *e, int v) {
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   int tell = e->reported != v;
   e->reported = v;
-  pthread_cond_broadcast(&e->cv);
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_broadcast(&e->obj);
+  zkr__obj_unlock(&e->obj);
   if (tell && e->fn)
     e->fn(e, v, e->ud);
 }
@@ -138,14 +136,20 @@ static void report_left(zkr__queue *q, int rc, void *ud) {
 static void start_done(zkr__queue *q, int rc, void *ud) {
   zkr_election *e = ud;
   (void)q;
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   if (rc != ZKR_OK && rc != ZKR_ECANCELED)
     e->err = rc; /* (closed, lost for good, not allowed) */
-  pthread_cond_broadcast(&e->cv);
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_broadcast(&e->obj);
+  zkr__obj_unlock(&e->obj);
 }
 
 /* ---- the object ---- */
+
+static void election_destroy(zkr__obj *o) {
+  zkr_election *e = (zkr_election *)o;
+  free(e->path);
+  free(e);
+}
 
 int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
                      const zkr_election_opts *opts) {
@@ -161,9 +165,7 @@ int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
     free(e);
     return ZKR_ENOMEM;
   }
-  pthread_mutex_init(&e->mu, NULL);
-  zkr__cond_init(&e->cv);
-  e->s = s;
+  zkr__obj_init(&e->obj, s, election_destroy);
   e->datalen =
       zkr__contender_data(opts ? opts->id : NULL, e->data, sizeof e->data);
   if (opts) {
@@ -179,10 +181,10 @@ int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
 static int join(zkr_election *e, int style) {
   if (e->style != STYLE_NONE)
     return ZKR_EBUSY;
-  if (zkr_session_state_get(e->s) == ZKR_STATE_CLOSED)
+  if (zkr_session_state_get(e->obj.s) == ZKR_STATE_CLOSED)
     return ZKR_ECLOSED;
   int rc =
-      zkr__queue_new(&e->q, e->s, e->path,
+      zkr__queue_new(&e->q, e->obj.s, e->path,
                      style == STYLE_LATCH ? &latch_policy : &selector_policy,
                      e->data, e->datalen);
   if (rc != ZKR_OK)
@@ -196,16 +198,16 @@ static int join(zkr_election *e, int style) {
 int zkr_election_start(zkr_election *e) {
   if (!e)
     return ZKR_EINVAL;
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   int rc = join(e, STYLE_LATCH);
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_unlock(&e->obj);
   if (rc != ZKR_OK)
     return rc;
   rc = zkr__queue_start(e->q, -1, start_done, e);
   if (rc != ZKR_OK) {
-    pthread_mutex_lock(&e->mu);
+    zkr__obj_lock(&e->obj);
     e->err = rc;
-    pthread_mutex_unlock(&e->mu);
+    zkr__obj_unlock(&e->obj);
   }
   return rc;
 }
@@ -220,10 +222,10 @@ static void *selector_main(void *arg) {
     if (rc == ZKR_OK)
       rc = zkr__queue_wait(e->q);
     if (rc != ZKR_OK) {
-      pthread_mutex_lock(&e->mu);
+      zkr__obj_lock(&e->obj);
       if (rc != ZKR_ECANCELED && !atomic_load(&e->stop))
         e->err = rc;
-      pthread_mutex_unlock(&e->mu);
+      zkr__obj_unlock(&e->obj);
       break; /* closed, lost for good, freed */
     }
     e->lfn(e, e->lud);
@@ -232,10 +234,10 @@ static void *selector_main(void *arg) {
     if (!e->requeue || atomic_load(&e->stop))
       break;
   }
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   e->done = 1;
-  pthread_cond_broadcast(&e->cv);
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_broadcast(&e->obj);
+  zkr__obj_unlock(&e->obj);
   return NULL;
 }
 
@@ -243,7 +245,7 @@ int zkr_election_run(zkr_election *e, zkr_leader_fn fn, void *user_data,
                      int requeue) {
   if (!e || !fn)
     return ZKR_EINVAL;
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   int rc = join(e, STYLE_SELECTOR);
   if (rc == ZKR_OK) {
     e->lfn = fn;
@@ -256,7 +258,7 @@ int zkr_election_run(zkr_election *e, zkr_leader_fn fn, void *user_data,
       e->th_started = 1;
     }
   }
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_unlock(&e->obj);
   return rc;
 }
 
@@ -272,7 +274,7 @@ int zkr_election_await(zkr_election *e, int64_t timeout_ms) {
     return ZKR_EDEADLK;
   int64_t deadline = zkr__deadline(timeout_ms);
   int rc = ZKR_ETIMEDOUT;
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   for (;;) {
     if (e->style == STYLE_NONE || (e->style == STYLE_SELECTOR && e->done)) {
       rc = e->err != ZKR_OK ? e->err : ZKR_ENOTHELD;
@@ -282,26 +284,26 @@ int zkr_election_await(zkr_election *e, int64_t timeout_ms) {
       rc = ZKR_OK;
       break;
     }
-    if (e->err != ZKR_OK || zkr_session_state_get(e->s) == ZKR_STATE_CLOSED) {
+    if (e->err != ZKR_OK ||
+        zkr_session_state_get(e->obj.s) == ZKR_STATE_CLOSED) {
       rc = e->err != ZKR_OK ? e->err : ZKR_ECLOSED;
       break;
     }
-    if (timeout_ms == 0 ||
-        zkr__cond_wait_until(&e->cv, &e->mu, deadline) != 0) {
+    if (timeout_ms == 0 || zkr__obj_wait(&e->obj, deadline) != 0) {
       rc = leads(e, zkr__queue_state(e->q)) ? ZKR_OK : ZKR_ETIMEDOUT;
       break;
     }
   }
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_unlock(&e->obj);
   return rc;
 }
 
 int zkr_election_resign(zkr_election *e) {
   if (!e)
     return ZKR_EINVAL;
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   int latch = e->style == STYLE_LATCH;
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_unlock(&e->obj);
   if (!latch)
     return ZKR_ENOTHELD;
   /* The engine may move on meanwhile (a grant, or a loss that queues the
@@ -324,26 +326,23 @@ void zkr_election_free(zkr_election *e) {
   if (!e)
     return;
   atomic_store(&e->stop, 1);
-  pthread_mutex_lock(&e->mu);
+  zkr__obj_lock(&e->obj);
   if (e->th_started) {
     /* end a wait (a running function polls is_leader); again until the
      * thread is done, in case it was about to queue */
     while (!e->done) {
-      pthread_mutex_unlock(&e->mu);
+      zkr__obj_unlock(&e->obj);
       zkr__queue_cancel(e->q);
-      pthread_mutex_lock(&e->mu);
-      zkr__cond_wait_until(&e->cv, &e->mu, zkr__deadline(50));
+      zkr__obj_lock(&e->obj);
+      zkr__obj_wait(&e->obj, zkr__deadline(50));
     }
-    pthread_mutex_unlock(&e->mu);
+    zkr__obj_unlock(&e->obj);
     pthread_join(e->th, NULL);
-    pthread_mutex_lock(&e->mu);
+    zkr__obj_lock(&e->obj);
   }
-  pthread_mutex_unlock(&e->mu);
+  zkr__obj_unlock(&e->obj);
   zkr__queue_free(e->q); /* no callback after it returns */
-  pthread_mutex_destroy(&e->mu);
-  pthread_cond_destroy(&e->cv);
-  free(e->path);
-  free(e);
+  zkr__obj_unref(&e->obj);
 }
 
 /* The engine's HELD covers SUSPECT too; whether SUSPECT leads is the
