@@ -53,8 +53,10 @@ struct zkr_election {
 
 /* The latch: lowest number leads; a loss queues again at the back; lead
  * only on a node whose owner is our current session. */
-static const zkr__qpolicy latch_policy = {
-    .name = "latch-", .on_loss = ZKR__QLOSS_REQUEUE, .check_owner = 1};
+static const zkr__qpolicy latch_policy = {.name = "latch-",
+                                          .label = "latch",
+                                          .on_loss = ZKR__QLOSS_REQUEUE,
+                                          .check_owner = 1};
 /* The selector: a mutex whose holder leads; its thread queues again. */
 static const zkr__qpolicy selector_policy = {.name = "lock-", .check_owner = 1};
 /* Listing: every child with a number is a participant, lowest leads. */
@@ -183,14 +185,13 @@ static int join(zkr_election *e, int style) {
     return ZKR_EBUSY;
   if (zkr_session_state_get(e->obj.s) == ZKR_STATE_CLOSED)
     return ZKR_ECLOSED;
+  zkr__qopts qo = {.state_fn = on_state, .state_ud = e, .watch_held = 1};
   int rc =
       zkr__queue_new(&e->q, e->obj.s, e->path,
                      style == STYLE_LATCH ? &latch_policy : &selector_policy,
-                     e->data, e->datalen);
+                     e->data, e->datalen, &qo);
   if (rc != ZKR_OK)
     return rc;
-  zkr__queue_set_state_fn(e->q, on_state, e);
-  zkr__queue_set_watch_held(e->q, 1);
   e->style = style;
   return ZKR_OK;
 }
@@ -348,10 +349,10 @@ void zkr_election_free(zkr_election *e) {
 /* The engine's HELD covers SUSPECT too; whether SUSPECT leads is the
  * election's choice (leads()). */
 int64_t zkr_election_fencing_token(const zkr_election *e) {
-  int64_t t = 0;
+  zkr__qinfo i;
   if (!e || !e->q || !leads(e, zkr__queue_state(e->q)))
     return 0;
-  return zkr__queue_info(e->q, &t, NULL, 0, NULL) ? t : 0;
+  return zkr__queue_info(e->q, &i, NULL, 0) ? i.czxid : 0;
 }
 
 int zkr_election_node(const zkr_election *e, char *buf, size_t len) {
@@ -360,7 +361,7 @@ int zkr_election_node(const zkr_election *e, char *buf, size_t len) {
   buf[0] = '\0';
   if (!e->q || !leads(e, zkr__queue_state(e->q)))
     return ZKR_ENOTHELD;
-  return zkr__queue_info(e->q, NULL, buf, len, NULL) ? ZKR_OK : ZKR_ENOTHELD;
+  return zkr__queue_info(e->q, NULL, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
 }
 
 int zkr_election_guarded_multi(zkr_election *e, int count,

@@ -115,14 +115,16 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   char data[600];
   int dlen = zkr__contender_data(opts ? opts->id : NULL, data, sizeof data);
-  rc = zkr__queue_new(&m->q, s, path, pol, data, dlen);
+  zkr__qopts qo = {.state_fn = on_state,
+                   .state_ud = m,
+                   .watch_held = opts ? opts->watch_node : 0};
+  rc = zkr__queue_new(&m->q, s, path, pol, data, dlen, &qo);
   if (rc != ZKR_OK) {
     free(m);
     return rc;
   }
   if (opts) {
     m->owner.reentrant = opts->reentrant;
-    zkr__queue_set_watch_held(m->q, opts->watch_node);
     m->state_fn = opts->state_fn;
     m->state_ud = opts->state_ud;
   }
@@ -130,7 +132,6 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
   m->gate_ctx = gate_ctx;
   if (gate)
     m->owner.reentrant = 1; /* a read-write lock's halves always are */
-  zkr__queue_set_state_fn(m->q, on_state, m);
   *out = m;
   return ZKR_OK;
 }
@@ -174,7 +175,7 @@ static int start(zkr_mutex *m, int64_t timeout_ms, zkr__queue_done_fn fn,
   uint64_t gen = 0;
   int g = m->gate ? m->gate(m, m->gate_ctx, &seq, &gen) : ZKR_OK;
   if (g == ZKR__GATE_FIXED)
-    return zkr__queue_start_fixed(m->q, seq, gen, timeout_ms, fn, ud);
+    return zkr__queue_join_at(m->q, seq, gen, timeout_ms, fn, ud);
   if (g != ZKR_OK)
     return g;
   return zkr__queue_start(m->q, timeout_ms, fn, ud);
@@ -241,18 +242,21 @@ int zkr_mutex_hold_count(const zkr_mutex *m) {
 }
 
 int64_t zkr_mutex_fencing_token(const zkr_mutex *m) {
-  int64_t t = 0;
-  return m && zkr__queue_info(m->q, &t, NULL, 0, NULL) ? t : 0;
+  zkr__qinfo i;
+  return m && zkr__queue_info(m->q, &i, NULL, 0) ? i.czxid : 0;
 }
 
 int zkr_mutex_node(const zkr_mutex *m, char *buf, size_t len) {
   if (!m || !buf || len == 0)
     return ZKR_EINVAL;
-  return zkr__queue_info(m->q, NULL, buf, len, NULL) ? ZKR_OK : ZKR_ENOTHELD;
+  return zkr__queue_info(m->q, NULL, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
 }
 
 int zkr_mutex_waiters_ahead(const zkr_mutex *m) {
-  return m ? zkr__queue_ahead(m->q) : -1;
+  zkr__qinfo i = {.ahead = -1};
+  if (m)
+    zkr__queue_info(m->q, &i, NULL, 0);
+  return i.ahead;
 }
 
 int zkr_mutex_guarded_multi(zkr_mutex *m, int count, const struct zoo_op *ops,

@@ -138,6 +138,8 @@ typedef int (*send_fn)(zhandle_t *zh, const char *path, struct qctx *ec);
  * (zkr__session_alive()). Every call that reports on or ends a hold
  * locks this way. */
 void zkr__q_lock_checked(zkr__queue *q);
+/* The settings given to zkr__queue_new() (queue-attr.c). */
+void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o);
 /* Let go of mu, then deliver what could not go to the closed event
  * thread. */
 void zkr__q_unlock(zkr__queue *q);

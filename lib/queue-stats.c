@@ -7,8 +7,6 @@
  */
 #include "config.h"
 
-#include <string.h>
-
 #include "queue-int.h"
 
 /* ------------------------------------------------------------------ */
@@ -16,12 +14,7 @@
 
 /* What the lock events and alerts call the node kind. */
 static const char *recipe_of(const zkr__queue *q) {
-  const char *n = q->pol->name;
-  return strcmp(n, "__READ__") == 0   ? "read"
-         : strcmp(n, "__WRIT__") == 0 ? "write"
-         : strcmp(n, "latch-") == 0   ? "latch"
-         : strcmp(n, "lease-") == 0   ? "lease"
-                                      : "lock";
+  return q->pol->label ? q->pol->label : "lock";
 }
 
 void zkr__q_wait_begin(zkr__queue *q) {
@@ -63,23 +56,10 @@ void zkr__q_hold_end(zkr__queue *q, int lost) {
                       zkr__now_us() - q->hold_t0);
 }
 
-void zkr__queue_set_quiet(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
-  q->quiet = 1;
-  pthread_mutex_unlock(&q->mu);
-}
-
 int zkr__queue_stats(zkr__queue *q, zkr_stats *out, size_t size) {
   zkr_lock_state state = zkr__lock_state_of(zkr__queue_state(q));
   pthread_mutex_lock(&q->mu);
   int rc = zkr__stats_copy(&q->st, (int)state, out, size);
   pthread_mutex_unlock(&q->mu);
   return rc;
-}
-
-int zkr__queue_waited(zkr__queue *q) {
-  pthread_mutex_lock(&q->mu);
-  int w = q->waited;
-  pthread_mutex_unlock(&q->mu);
-  return w;
 }

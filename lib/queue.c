@@ -604,7 +604,8 @@ static void deadline_fired(void *arg) {
 /* API */
 
 int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
-                   const zkr__qpolicy *pol, const char *data, int datalen) {
+                   const zkr__qpolicy *pol, const char *data, int datalen,
+                   const zkr__qopts *opts) {
   if (!pol || !pol->name ||
       (pol->wait == ZKR__QWAIT_NEAREST &&
        (pol->holds != NULL || pol->count_all)))
@@ -626,6 +627,7 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
     memcpy(q->data, data, (size_t)datalen);
   q->datalen = datalen;
   q->own_len = strlen(q->parent);
+  zkr__q_apply_opts(q, opts);
   q->pol = pol;
   q->s = s;
   q->refs = 1;
@@ -751,9 +753,8 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   return start(q, timeout_ms, fn, ud, 0, 0, 0);
 }
 
-int zkr__queue_start_fixed(zkr__queue *q, int32_t seq, uint64_t gen,
-                           int64_t timeout_ms, zkr__queue_done_fn fn,
-                           void *ud) {
+int zkr__queue_join_at(zkr__queue *q, int32_t seq, uint64_t gen,
+                       int64_t timeout_ms, zkr__queue_done_fn fn, void *ud) {
   return start(q, timeout_ms, fn, ud, 1, seq, gen);
 }
 
@@ -826,10 +827,11 @@ int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
   return prc;
 }
 
-void zkr__queue_watch_held_now(zkr__queue *q) {
+void zkr__queue_watch_held(zkr__queue *q, int on) {
   pthread_mutex_lock(&q->mu);
-  q->watch_held = 1;
-  zkr__q_arm_held_watch(q);
+  q->watch_held = on != 0;
+  if (on)
+    zkr__q_arm_held_watch(q);
   q_unlock(q);
 }
 

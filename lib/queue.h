@@ -36,9 +36,12 @@ typedef enum zkr__qloss {
 /* A recipe's policy. The engine reads it, never writes it; it must
  * outlive every queue object that uses it. */
 typedef struct zkr__qpolicy {
-  /* the part of the node name after "_c_<uuid>-", before the sequence:
-   * "lock-" (mutex), "__READ__", "__WRIT__", "latch-", "lease-" */
+  /* the part of the node name after "_c_<uuid>-", before the sequence
+   * (the recipe's, from the table of layouts) */
   const char *name;
+  /* what the figures, lock events and alerts call a node of this policy
+   * ("lock" when NULL) */
+  const char *label;
   /* does the contender @name, earlier than us, block us? NULL: every
    * earlier contender does */
   int (*blocks)(const char *name, void *ctx);
@@ -83,10 +86,34 @@ typedef enum zkr__qstate {
 typedef void (*zkr__queue_done_fn)(zkr__queue *q, int rc, void *ud);
 typedef void (*zkr__queue_state_fn)(zkr__queue *q, zkr__qstate st, void *ud);
 
+/* What a recipe sets once, when it makes a queue object (all zero: the
+ * defaults). */
+typedef struct zkr__qopts {
+  /* every change of a held node's state (HELD, SUSPECT, LOST), in order */
+  zkr__queue_state_fn state_fn;
+  void *state_ud;
+  /* the first wait of each acquisition for a blocker: wait_fn(q, ZKR_OK,
+   * wait_ud) on the event thread (not once the queue is freed) */
+  zkr__queue_done_fn wait_fn;
+  void *wait_ud;
+  /* the recipe's own nodes start at @own_root, the parent or one of its
+   * ancestors (NULL: the parent): missing nodes from it down to the
+   * parent get the session's ACL (zkr_session_opts_set_acl()), missing
+   * ancestors above it the open ACL, so that a creator-only lock never
+   * closes a path shared with other locks */
+  const char *own_root;
+  /* watch our own node while held (zkr__queue_watch_held()) */
+  int watch_held;
+  /* keep no figures, send no lock events, arm no alarms (the semaphore's
+   * queues: the semaphore keeps its own) */
+  int quiet;
+} zkr__qopts;
+
 /* Returns ZKR_OK, ZKR_EINVAL (a policy the engine cannot run),
- * ZKR_ENOMEM. */
+ * ZKR_ENOMEM. @opts may be NULL. */
 int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
-                   const zkr__qpolicy *pol, const char *data, int datalen);
+                   const zkr__qpolicy *pol, const char *data, int datalen,
+                   const zkr__qopts *opts);
 /* Cancels a pending acquisition, releases a held node. No callback runs
  * after it returns (it waits for one running, unless called from it). */
 void zkr__queue_free(zkr__queue *q);
@@ -95,15 +122,15 @@ void zkr__queue_free(zkr__queue *q);
  * runs exactly once with the result, unless the queue is freed first. */
 int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
                      void *ud);
-/* Start an acquisition of a fixed node: EPHEMERAL, not sequential, named
- * with sequence number @seq, in the ZooKeeper session generation @gen
- * only, and held as soon as it exists (no listing): for a read-write
- * lock's downgrade, where the read node takes the number of the write
- * node this session holds, so that nothing queued after the write node
- * can come between. ZKR_ELOCKLOST if that session is gone (at the start
- * or while creating). */
-int zkr__queue_start_fixed(zkr__queue *q, int32_t seq, uint64_t gen,
-                           int64_t timeout_ms, zkr__queue_done_fn fn, void *ud);
+/* Join the queue at sequence number @seq: a node EPHEMERAL, not
+ * sequential, named with @seq, in the ZooKeeper session generation @gen
+ * only, and held as soon as it exists (no listing): a read-write lock's
+ * downgrade, where the read node takes the number of the write node this
+ * session holds, so that nothing queued after the write node can come
+ * between. ZKR_ELOCKLOST if that session is gone (at the start or while
+ * creating). */
+int zkr__queue_join_at(zkr__queue *q, int32_t seq, uint64_t gen,
+                       int64_t timeout_ms, zkr__queue_done_fn fn, void *ud);
 /* Wait for the result of the acquisition started last. */
 int zkr__queue_wait(zkr__queue *q);
 int zkr__queue_cancel(zkr__queue *q);
@@ -113,15 +140,18 @@ int zkr__queue_release(zkr__queue *q);
 zkr__qstate zkr__queue_state(zkr__queue *q);
 /* The public state of an engine state. */
 zkr_lock_state zkr__lock_state_of(zkr__qstate st);
-/* Is it held (HELD or SUSPECT)? Also the fencing token, our node's path
- * and the ZooKeeper session generation of the node. */
-int zkr__queue_info(zkr__queue *q, int64_t *czxid, char *path, size_t len,
-                    uint64_t *gen);
-/* Is it held? Also our node's sequence number and session generation. */
-int zkr__queue_seq(zkr__queue *q, int32_t *seq, uint64_t *gen);
-/* The state callback: every change of a held node's state (HELD,
- * SUSPECT, LOST), in order. */
-void zkr__queue_set_state_fn(zkr__queue *q, zkr__queue_state_fn fn, void *ud);
+/* A view of a queue object. */
+typedef struct zkr__qinfo {
+  int64_t czxid; /* the fencing token: our node's czxid (0 unless held) */
+  int32_t seq;   /* our node's sequence number (0 unless held) */
+  uint64_t gen;  /* the ZooKeeper session generation of our node */
+  int ahead;     /* blockers before a waiter as of its last look at the
+                    queue; -1 when it is not waiting */
+  int waited;    /* the last acquisition waited for a blocker */
+} zkr__qinfo;
+/* Is it held (HELD or SUSPECT)? With @out, the view; with @path, our
+ * node's path ("" unless held). */
+int zkr__queue_info(zkr__queue *q, zkr__qinfo *out, char *path, size_t len);
 /* Our node was found deleted (by a guarded write): LOST. */
 void zkr__queue_mark_lost(zkr__queue *q);
 /* Post fn(q, rc, ud) to the event thread (not called once the queue is
@@ -129,33 +159,14 @@ void zkr__queue_mark_lost(zkr__queue *q);
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                            int rc);
 zkr_session *zkr__queue_session(zkr__queue *q);
-/* The recipe's own nodes start at @root, the parent or one of its
- * ancestors (default: the parent): missing nodes from @root down to the
- * parent get the session's ACL (zkr_session_opts_set_acl()), missing
- * ancestors above @root the open ACL, so that a creator-only lock never
- * closes a path shared with other locks. Before start. */
-void zkr__queue_set_own_root(zkr__queue *q, const char *root);
 /* While held, watch our own node: its deletion by another client makes
- * the lock LOST at once (one more request per acquisition). */
-void zkr__queue_set_watch_held(zkr__queue *q, int on);
-/* Turn watch_held on now: if held, the exists watch is set at once (the
- * semaphore's admission node, once its lease waiter has to wait). */
-void zkr__queue_watch_held_now(zkr__queue *q);
-/* @fn(q, ZKR_OK, ud) runs on the event thread when an acquisition first
- * has to wait for a blocker (once per acquisition; not once the queue is
- * freed). Before start. */
-void zkr__queue_set_wait_fn(zkr__queue *q, zkr__queue_done_fn fn, void *ud);
+ * the lock LOST at once (one more request per acquisition). Turned on
+ * while held, the watch is set at once (the semaphore's admission node,
+ * once its lease waiter has to wait). */
+void zkr__queue_watch_held(zkr__queue *q, int on);
 /* A waiter with ZKR__QWAIT_CHILDREN whose hold rule changed (a limit read
  * from a shared count): look at the queue again. */
 void zkr__queue_reevaluate(zkr__queue *q);
-/* The number of blockers before a waiter as of its last look at the
- * queue; -1 when it is not waiting. */
-int zkr__queue_ahead(zkr__queue *q);
-/* Keep no figures, send no lock events, arm no alarms for this object
- * (the semaphore's queues: the semaphore keeps its own). Before start. */
-void zkr__queue_set_quiet(zkr__queue *q);
-/* Did the last acquisition wait for a blocker? */
-int zkr__queue_waited(zkr__queue *q);
 /* This object's figures (zkr_mutex_stats() and the like). */
 int zkr__queue_stats(zkr__queue *q, zkr_stats *out, size_t size);
 

@@ -124,7 +124,7 @@ int zkr__owner_mine(zkr__owner *o, zkr__queue *q) {
 }
 
 int zkr__owner_count(const zkr__owner *o, zkr__queue *q) {
-  if (!zkr__queue_info(q, NULL, NULL, 0, NULL))
+  if (!zkr__queue_info(q, NULL, NULL, 0))
     return 0;
   return 1 + atomic_load(&((zkr__owner *)o)->extra);
 }
@@ -141,7 +141,7 @@ int zkr__guarded_multi(zkr__queue *q, int count, const zoo_op_t *ops,
   zkr__qstate st = zkr__queue_state(q); /* (applies the session clock) */
   if (st == ZKR__Q_LOST)
     return ZKR_ELOCKLOST; /* nothing sent */
-  if (st != ZKR__Q_HELD || !zkr__queue_info(q, NULL, node, sizeof node, NULL))
+  if (st != ZKR__Q_HELD || !zkr__queue_info(q, NULL, node, sizeof node))
     return ZKR_ENOTHELD;
   zoo_op_t *all = calloc((size_t)count + 1, sizeof *all);
   zoo_op_result_t *res = calloc((size_t)count + 1, sizeof *res);

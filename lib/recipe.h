@@ -80,7 +80,7 @@ int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
 /* A gate, checked before a mutex object starts an acquisition (each half
  * of a read-write lock has one): ZKR_OK to queue as usual,
  * ZKR__GATE_FIXED with *seq and *gen set to take a fixed node at once
- * (zkr__queue_start_fixed: the downgrade), or an error code to refuse. */
+ * (zkr__queue_join_at: the downgrade), or an error code to refuse. */
 #define ZKR__GATE_FIXED 1
 typedef int (*zkr__gate_fn)(zkr_mutex *m, void *ctx, int32_t *seq,
                             uint64_t *gen);

@@ -32,13 +32,16 @@ static int reader_blocked_by(const char *name, void *ctx) {
 }
 
 static const zkr__qpolicy read_policy = {.name = "__READ__",
+                                         .label = "read",
                                          .blocks = reader_blocked_by,
                                          .foreign = zkr__semaphore_child};
 /* A writer lists once more before it holds: a downgrade's read node
  * takes the number of a write node that was queued before it, so it can
  * appear before the writer after the writer's listing. */
-static const zkr__qpolicy write_policy = {
-    .name = "__WRIT__", .verify = 1, .foreign = zkr__semaphore_child};
+static const zkr__qpolicy write_policy = {.name = "__WRIT__",
+                                          .label = "write",
+                                          .verify = 1,
+                                          .foreign = zkr__semaphore_child};
 
 static const zkr__qpolicy *policy_of(const char *name, void *ctx) {
   (void)ctx;
@@ -50,10 +53,13 @@ static const zkr__qpolicy *policy_of(const char *name, void *ctx) {
 static int read_gate(zkr_mutex *m, void *ctx, int32_t *seq, uint64_t *gen) {
   zkr_rwlock *rw = ctx;
   (void)m;
-  if (zkr__mutex_held_by_me(rw->write) &&
-      zkr__queue_seq(zkr__mutex_queue(rw->write), seq, gen))
-    return ZKR__GATE_FIXED;
-  return ZKR_OK;
+  zkr__qinfo i;
+  if (!zkr__mutex_held_by_me(rw->write) ||
+      !zkr__queue_info(zkr__mutex_queue(rw->write), &i, NULL, 0))
+    return ZKR_OK;
+  *seq = i.seq;
+  *gen = i.gen;
+  return ZKR__GATE_FIXED;
 }
 
 /* The write half's gate: the thread that holds the read half would wait

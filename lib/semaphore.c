@@ -176,7 +176,7 @@ static void lease_unlink(zkr_semaphore *sem, zkr_lease *l) {
 /* The name of @l's node, into @buf ("" if none). */
 static const char *lease_name(zkr_lease *l, char *buf, size_t len) {
   buf[0] = '\0';
-  zkr__queue_info(l->q, NULL, buf, len, NULL);
+  zkr__queue_info(l->q, NULL, buf, len);
   const char *slash = strrchr(buf, '/');
   return slash ? slash + 1 : buf;
 }
@@ -197,9 +197,14 @@ static void acq_stats_end(zkr_semaphore *sem, struct acq *a, int rc) {
   zkr__alarm_disarm(a->alarm);
   a->alarm = NULL;
   int64_t now = zkr__now_us();
-  int handoff = zkr__queue_waited(a->adm);
+  zkr__qinfo qi;
+  zkr__queue_info(a->adm, &qi, NULL, 0);
+  int handoff = qi.waited;
   for (int i = 0; i < a->n && !handoff; i++)
-    handoff = a->tmp[i] && zkr__queue_waited(a->tmp[i]->q);
+    if (a->tmp[i]) {
+      zkr__queue_info(a->tmp[i]->q, &qi, NULL, 0);
+      handoff = qi.waited;
+    }
   zkr__stats_wait_end(sem->obj.s, &sem->st, "lease", sem->leases, NULL, rc,
                       now - a->t0, handoff, rc == ZKR_OK ? a->n : 0);
   if (rc != ZKR_OK)
@@ -396,7 +401,7 @@ static void lease_waits(zkr__queue *q, int rc, void *ud) {
   zkr__obj_enter(&sem->obj);
   struct acq *a = l->acq;
   if (a && a->phase == A_LEASE && !a->restarting)
-    zkr__queue_watch_held_now(a->adm);
+    zkr__queue_watch_held(a->adm, 1);
   zkr__obj_leave(&sem->obj);
 }
 
@@ -425,7 +430,7 @@ void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
     return;
   }
   a->phase = A_ADMIT;
-  zkr__queue_set_watch_held(a->adm, 0); /* until a lease has to wait */
+  zkr__queue_watch_held(a->adm, 0); /* until a lease has to wait */
   int rc = zkr__queue_start(a->adm, left, adm_done, a);
   if (rc != ZKR_OK)
     zkr__sem_acq_finish(sem, a, rc);
@@ -493,6 +498,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   atomic_store(&sem->limit, limit);
   sem->adm_pol.name = "lock-";
   sem->lease_pol.name = "lease-";
+  sem->lease_pol.label = "lease";
   sem->lease_pol.wait = ZKR__QWAIT_CHILDREN;
   sem->lease_pol.count_all = 1;
   sem->lease_pol.holds = lease_holds;
@@ -523,13 +529,13 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
   a->tmp = calloc((size_t)n, sizeof *a->tmp);
   if (!a->tmp)
     goto fail;
+  /* (the own root: PATH and PATH/locks, PATH/leases are the semaphore's) */
+  zkr__qopts ao = {
+      .state_fn = adm_state, .state_ud = a, .own_root = sem->path, .quiet = 1};
   *rc = zkr__queue_new(&a->adm, sem->obj.s, sem->locks, &sem->adm_pol,
-                       sem->data, sem->datalen);
+                       sem->data, sem->datalen, &ao);
   if (*rc != ZKR_OK)
     goto fail;
-  zkr__queue_set_state_fn(a->adm, adm_state, a);
-  zkr__queue_set_quiet(a->adm);
-  zkr__queue_set_own_root(a->adm, sem->path); /* PATH, PATH/locks */
   for (int i = 0; i < n; i++) {
     zkr_lease *l = calloc(1, sizeof *l);
     if (!l) {
@@ -539,15 +545,17 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
     l->sem = sem;
     l->acq = a;
     a->tmp[i] = l;
+    zkr__qopts lo = {.state_fn = lease_state,
+                     .state_ud = l,
+                     .wait_fn = lease_waits,
+                     .wait_ud = l,
+                     .own_root = sem->path,
+                     .watch_held = sem->watch_node,
+                     .quiet = 1};
     *rc = zkr__queue_new(&l->q, sem->obj.s, sem->leases, &sem->lease_pol,
-                         sem->data, sem->datalen);
+                         sem->data, sem->datalen, &lo);
     if (*rc != ZKR_OK)
       goto fail;
-    zkr__queue_set_state_fn(l->q, lease_state, l);
-    zkr__queue_set_wait_fn(l->q, lease_waits, l);
-    zkr__queue_set_watch_held(l->q, sem->watch_node);
-    zkr__queue_set_quiet(l->q);
-    zkr__queue_set_own_root(l->q, sem->path); /* PATH, PATH/leases */
   }
   *rc = ZKR_OK;
   return a;
@@ -700,14 +708,14 @@ zkr_lock_state zkr_lease_state_get(const zkr_lease *l) {
 }
 
 int64_t zkr_lease_fencing_token(const zkr_lease *l) {
-  int64_t t = 0;
-  return l && zkr__queue_info(l->q, &t, NULL, 0, NULL) ? t : 0;
+  zkr__qinfo i;
+  return l && zkr__queue_info(l->q, &i, NULL, 0) ? i.czxid : 0;
 }
 
 int zkr_lease_node(const zkr_lease *l, char *buf, size_t len) {
   if (!l || !buf || len == 0)
     return ZKR_EINVAL;
-  return zkr__queue_info(l->q, NULL, buf, len, NULL) ? ZKR_OK : ZKR_ENOTHELD;
+  return zkr__queue_info(l->q, NULL, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
 }
 
 int zkr_lease_guarded_multi(zkr_lease *l, int count, const struct zoo_op *ops,

@@ -33,13 +33,25 @@ static int nchildren(const char *path) {
 
 static int64_t want_watches;
 
-static zkr__queue *mkq(zkr_session *s, const char *path,
-                       const zkr__qpolicy *pol) {
+static zkr__queue *mkq_opts(zkr_session *s, const char *path,
+                            const zkr__qpolicy *pol, const zkr__qopts *o) {
   zkr__queue *q = NULL;
-  int rc = zkr__queue_new(&q, s, path, pol, "t", 1);
+  int rc = zkr__queue_new(&q, s, path, pol, "t", 1, o);
   if (rc != ZKR_OK)
     tap_bail("zkr__queue_new: %s", zkr_strerror(rc));
   return q;
+}
+
+static zkr__queue *mkq(zkr_session *s, const char *path,
+                       const zkr__qpolicy *pol) {
+  return mkq_opts(s, path, pol, NULL);
+}
+
+/* The number of blockers before a waiter (-1: not waiting). */
+static int q_ahead(zkr__queue *q) {
+  zkr__qinfo i;
+  zkr__queue_info(q, &i, NULL, 0);
+  return i.ahead;
 }
 
 static int q_held(void *arg) {
@@ -47,7 +59,7 @@ static int q_held(void *arg) {
 }
 
 static int one_ahead(void *arg) {
-  return zkr__queue_ahead(arg) == 1;
+  return q_ahead(arg) == 1;
 }
 
 struct ahead {
@@ -56,7 +68,7 @@ struct ahead {
 };
 static int ahead_is(void *arg) {
   struct ahead *a = arg;
-  return zkr__queue_ahead(a->q) == a->n;
+  return q_ahead(a->q) == a->n;
 }
 
 struct evc {
@@ -101,11 +113,11 @@ static void test_policy_checks(void) {
   static const zkr__qpolicy bad = {.name = "x-", .holds = below_two};
   static const zkr__qpolicy bad2 = {.name = "x-", .count_all = 1};
   zkr__queue *q = NULL;
-  is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad2, "", 0), ZKR_EINVAL,
+  is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad2, "", 0, NULL), ZKR_EINVAL,
      "count_all with a nearest-blocker wait is refused");
-  is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad, "", 0), ZKR_EINVAL,
+  is(zkr__queue_new(&q, admin, zkt_path("bad"), &bad, "", 0, NULL), ZKR_EINVAL,
      "a nearest-blocker wait with a custom hold rule is refused");
-  is(zkr__queue_new(&q, admin, zkt_path("bad"), NULL, "", 0), ZKR_EINVAL,
+  is(zkr__queue_new(&q, admin, zkt_path("bad"), NULL, "", 0, NULL), ZKR_EINVAL,
      "no policy: refused");
 }
 
@@ -300,15 +312,14 @@ static int slog_has3(void *arg) {
 static void test_requeue(void) {
   const char *path = zkt_path("latch");
   zkr_session *s1 = connect_s(), *s2 = connect_s();
-  zkr__queue *a = mkq(s1, path, &requeue_policy);
-  zkr__queue *b = mkq(s2, path, &requeue_policy);
   struct slog log = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
-  zkr__queue_set_state_fn(a, on_state, &log);
-  zkr__queue_set_watch_held(a, 1);
+  zkr__qopts ao = {.state_fn = on_state, .state_ud = &log, .watch_held = 1};
+  zkr__queue *a = mkq_opts(s1, path, &requeue_policy, &ao);
+  zkr__queue *b = mkq(s2, path, &requeue_policy);
   zkr__queue_start(a, -1, NULL, NULL);
   is(zkr__queue_wait(a), ZKR_OK, "first participant holds");
   char old[600];
-  zkr__queue_info(a, NULL, old, sizeof old, NULL);
+  zkr__queue_info(a, NULL, old, sizeof old);
   zkr__queue_start(b, -1, NULL, NULL);
   usleep(300000);
   is(zkr_session_state_get(admin), ZKR_STATE_CONNECTED, "admin connected");
@@ -327,7 +338,7 @@ static void test_requeue(void) {
   zkr__queue_release(b);
   ok(zkt_wait_for(q_held, a, 10000), "the requeued participant holds again");
   char now[600];
-  zkr__queue_info(a, NULL, now, sizeof now, NULL);
+  zkr__queue_info(a, NULL, now, sizeof now);
   ok(strcmp(old, now) != 0, "with a new node, not the old one");
   ok(zkt_wait_for(slog_has3, &log, 10000) && log.st[2] == ZKR__Q_HELD,
      "HELD told again");
@@ -463,8 +474,9 @@ static void test_lost_reply(void) {
   is(zkr_session_id(s), sid, "same session after reconnecting");
   is(nchildren(path), 2, "two nodes: the holder's and ours, no orphan");
   char node[600];
-  int64_t token = 0;
-  zkr__queue_info(q, &token, node, sizeof node, NULL);
+  zkr__qinfo qi;
+  zkr__queue_info(q, &qi, node, sizeof node);
+  int64_t token = qi.czxid;
   zkr__result r;
   memset(&r, 0, sizeof r);
   is(zkr__zk_exists(admin, node, zkr__deadline(5000), &r), ZKR_OK,
@@ -551,7 +563,7 @@ static int told_once(void *arg) {
 
 /* The wait_fn runs once when an acquisition first has to wait (not for
  * one that holds at once, not again when the waiter counts again);
- * zkr__queue_watch_held_now on a held node watches it from then on, so
+ * zkr__queue_watch_held turned on for a held node watches it at once, so
  * its deletion by another client makes it LOST. */
 static void test_wait_fn(void) {
   const char *path = zkt_path("wait-fn");
@@ -559,8 +571,8 @@ static void test_wait_fn(void) {
   zkr__queue *q[4];
   for (int i = 0; i < 4; i++) {
     s[i] = connect_s();
-    q[i] = mkq(s[i], path, &two_policy);
-    zkr__queue_set_wait_fn(q[i], count_wait, NULL);
+    zkr__qopts wo = {.wait_fn = count_wait};
+    q[i] = mkq_opts(s[i], path, &two_policy, &wo);
   }
   is(zkr__queue_start(q[0], -1, NULL, NULL), ZKR_OK, "first: start");
   is(zkr__queue_wait(q[0]), ZKR_OK, "first holds");
@@ -580,8 +592,8 @@ static void test_wait_fn(void) {
      "counting again, or a refused try, tells nothing more");
 
   char node[512];
-  zkr__queue_info(q[0], NULL, node, sizeof node, NULL);
-  zkr__queue_watch_held_now(q[0]);
+  zkr__queue_info(q[0], NULL, node, sizeof node);
+  zkr__queue_watch_held(q[0], 1);
   ok(zkt_watches_become(s[0], node, 1, 5000),
      "watch_held turned on: it watches its node");
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
