@@ -201,9 +201,9 @@ const char *b_strerror(int rc) {
   return zkr_strerror(rc);
 }
 
-static void async_done(void *lock, int rc, void *ud) {
+static void async_done(zkr_mutex *m, int rc, void *ud) {
   block *l = ud;
-  (void)lock;
+  (void)m;
   l->fn(l->ud, rc);
 }
 

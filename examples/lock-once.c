@@ -32,15 +32,15 @@ int main(int argc, char **argv) {
     zkr_session_close(s);
     return 1;
   }
+  zkr_hold *h = zkr_mutex_hold(m);
   char node[1100];
-  zkr_mutex_node(m, node, sizeof node);
+  zkr_hold_node(h, node, sizeof node);
   printf("holding %s as %s\n  fencing token %lld, session 0x%llx\n", path, node,
-         (long long)zkr_mutex_fencing_token(m),
-         (unsigned long long)zkr_session_id(s));
+         (long long)zkr_hold_token(h), (unsigned long long)zkr_session_id(s));
 
   /* The work under the lock: here, a write that ZooKeeper applies only
    * while our lock node exists. */
-  rc = zkr_mutex_guarded_set(m, path, "done", 4, -1, 5000);
+  rc = zkr_hold_guarded_set(h, path, "done", 4, -1, 5000);
   printf("  guarded write: %s\n", zkr_strerror(rc));
 
   rc = zkr_mutex_release(m);

@@ -39,8 +39,10 @@ struct zkr_election {
   int keep; /* ZKR_ELECTION_SUSPEND_KEEP */
   int style;
   zkr__queue *q;
-  int reported; /* what the listener was told last (event thread) */
-  int err;      /* why joining ended (ZKR_OK while in) */
+  int reported;     /* what the listener was told last (event thread) */
+  uint64_t changes; /* changes told so far (under the lock) */
+  zkr__list terms;  /* the holds of its terms, the latest first */
+  int err;          /* why joining ended (ZKR_OK while in) */
   /* the selector */
   pthread_t th;
   int th_started;
@@ -117,6 +119,7 @@ static void report(zkr_election *e, int v) {
   zkr__obj_lock(&e->obj);
   int tell = e->reported != v;
   e->reported = v;
+  e->changes += tell;
   zkr__obj_broadcast(&e->obj);
   zkr__obj_unlock(&e->obj);
   if (tell && e->fn)
@@ -149,6 +152,11 @@ static void start_done(zkr__queue *q, int rc, void *ud) {
 
 static void election_destroy(zkr__obj *o) {
   zkr_election *e = (zkr_election *)o;
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &e->terms) {
+    zkr__list_remove(n);
+    free(zkr__list_entry(n, zkr_hold, link));
+  }
   free(e->path);
   free(e);
 }
@@ -168,6 +176,7 @@ int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   }
   zkr__obj_init(&e->obj, s, election_destroy);
+  zkr__list_init(&e->terms);
   e->datalen =
       zkr__contender_data(opts ? opts->id : NULL, e->data, sizeof e->data);
   if (opts) {
@@ -346,43 +355,55 @@ void zkr_election_free(zkr_election *e) {
   zkr__obj_unref(&e->obj);
 }
 
+int zkr_election_await_change(zkr_election *e, int64_t timeout_ms) {
+  if (!e)
+    return ZKR_EINVAL;
+  if (timeout_ms != 0 && zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  int64_t deadline = zkr__deadline(timeout_ms);
+  int rc = ZKR_ETIMEDOUT;
+  zkr__obj_lock(&e->obj);
+  uint64_t c0 = e->changes;
+  int was = zkr_election_is_leader(e);
+  for (;;) {
+    int now = zkr_election_is_leader(e);
+    if (e->changes != c0 || now != was) {
+      rc = ZKR_OK;
+      break;
+    }
+    if (!now && zkr_session_state_get(e->obj.s) == ZKR_STATE_CLOSED) {
+      rc = ZKR_ECLOSED; /* no change can come */
+      break;
+    }
+    if (timeout_ms == 0 || zkr__obj_wait(&e->obj, deadline) != 0)
+      break;
+  }
+  zkr__obj_unlock(&e->obj);
+  return rc;
+}
+
 /* The engine's HELD covers SUSPECT too; whether SUSPECT leads is the
- * election's choice (leads()). */
-int64_t zkr_election_fencing_token(const zkr_election *e) {
-  zkr__qinfo i;
+ * election's choice (leads()). Each term gets a hold of its own, kept
+ * until the election is freed, so an earlier term's stays LOST. */
+zkr_hold *zkr_election_hold(zkr_election *e) {
   if (!e || !e->q || !leads(e, zkr__queue_state(e->q)))
-    return 0;
-  return zkr__queue_info(e->q, &i, NULL, 0) ? i.czxid : 0;
-}
-
-int zkr_election_node(const zkr_election *e, char *buf, size_t len) {
-  if (!e || !buf || len == 0)
-    return ZKR_EINVAL;
-  buf[0] = '\0';
-  if (!e->q || !leads(e, zkr__queue_state(e->q)))
-    return ZKR_ENOTHELD;
-  return zkr__queue_info(e->q, NULL, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
-}
-
-int zkr_election_guarded_multi(zkr_election *e, int count,
-                               const struct zoo_op *ops,
-                               struct zoo_op_result *results,
-                               int64_t timeout_ms) {
-  if (!e)
-    return ZKR_EINVAL;
-  if (!e->q)
-    return ZKR_ENOTHELD;
-  return zkr__guarded_multi(e->q, count, ops, results, timeout_ms);
-}
-
-int zkr_election_guarded_set(zkr_election *e, const char *path,
-                             const char *data, int datalen, int version,
-                             int64_t timeout_ms) {
-  if (!e)
-    return path && zkr__path_check(path) != ZKR_OK ? ZKR_EBADPATH : ZKR_EINVAL;
-  if (!e->q)
-    return ZKR_ENOTHELD;
-  return zkr__guarded_set(e->q, path, data, datalen, version, timeout_ms);
+    return NULL;
+  zkr_hold now = {.q = e->q};
+  if (!zkr__hold_take(&now, e->q))
+    return NULL;
+  zkr__obj_lock(&e->obj);
+  zkr__list *first = zkr__list_first(&e->terms);
+  zkr_hold *h = first ? zkr__list_entry(first, zkr_hold, link) : NULL;
+  if (!h || atomic_load(&h->czxid) != atomic_load(&now.czxid)) {
+    h = calloc(1, sizeof *h);
+    if (h) {
+      h->q = e->q;
+      atomic_store(&h->czxid, atomic_load(&now.czxid));
+      zkr__list_push_front(&e->terms, &h->link);
+    }
+  }
+  zkr__obj_unlock(&e->obj);
+  return h;
 }
 
 /* ---- for anyone ---- */

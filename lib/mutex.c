@@ -23,6 +23,7 @@ struct zkr_mutex_opts {
 
 struct zkr_mutex {
   zkr__queue *q;
+  zkr_hold hold; /* this acquisition's, until its release */
   zkr__owner owner;
   zkr_lock_state_fn state_fn;
   void *state_ud;
@@ -95,9 +96,10 @@ int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts, zkr_lock_state_fn fn,
 
 static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_mutex *m = ud;
-  (void)q;
+  if (st != ZKR__Q_LOST)
+    zkr__hold_take(&m->hold, q);
   if (m->state_fn)
-    m->state_fn(m, zkr__lock_state_of(st), m->state_ud);
+    m->state_fn(&m->hold, zkr__lock_state_of(st), m->state_ud);
 }
 
 int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
@@ -115,6 +117,7 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   char data[600];
   int dlen = zkr__contender_data(opts ? opts->id : NULL, data, sizeof data);
+  m->hold.q = NULL; /* (set with the queue) */
   zkr__qopts qo = {.state_fn = on_state,
                    .state_ud = m,
                    .watch_held = opts ? opts->watch_node : 0};
@@ -123,6 +126,7 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
     free(m);
     return rc;
   }
+  m->hold.q = m->q;
   if (opts) {
     m->owner.reentrant = opts->reentrant;
     m->state_fn = opts->state_fn;
@@ -226,7 +230,22 @@ int zkr_mutex_cancel(zkr_mutex *m) {
 }
 
 int zkr_mutex_release(zkr_mutex *m) {
-  return m ? zkr__owner_release(&m->owner, m->q) : ZKR_EINVAL;
+  if (!m)
+    return ZKR_EINVAL;
+  int rc = zkr__owner_release(&m->owner, m->q);
+  if (zkr__queue_state(m->q) == ZKR__Q_UNLOCKED)
+    zkr__hold_end(&m->hold); /* the last release */
+  return rc;
+}
+
+zkr_hold *zkr_mutex_hold(zkr_mutex *m) {
+  if (!m)
+    return NULL;
+  if (zkr__hold_take(&m->hold, m->q))
+    return &m->hold;
+  if (zkr__queue_state(m->q) == ZKR__Q_LOST && atomic_load(&m->hold.czxid))
+    return &m->hold; /* lost, until released */
+  return NULL;
 }
 
 zkr_lock_state zkr_mutex_state_get(const zkr_mutex *m) {
@@ -241,35 +260,11 @@ int zkr_mutex_hold_count(const zkr_mutex *m) {
   return m ? zkr__owner_count(&m->owner, m->q) : 0;
 }
 
-int64_t zkr_mutex_fencing_token(const zkr_mutex *m) {
-  zkr__qinfo i;
-  return m && zkr__queue_info(m->q, &i, NULL, 0) ? i.czxid : 0;
-}
-
-int zkr_mutex_node(const zkr_mutex *m, char *buf, size_t len) {
-  if (!m || !buf || len == 0)
-    return ZKR_EINVAL;
-  return zkr__queue_info(m->q, NULL, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
-}
-
 int zkr_mutex_waiters_ahead(const zkr_mutex *m) {
   zkr__qinfo i = {.ahead = -1};
   if (m)
     zkr__queue_info(m->q, &i, NULL, 0);
   return i.ahead;
-}
-
-int zkr_mutex_guarded_multi(zkr_mutex *m, int count, const struct zoo_op *ops,
-                            struct zoo_op_result *results, int64_t timeout_ms) {
-  return m ? zkr__guarded_multi(m->q, count, ops, results, timeout_ms)
-           : ZKR_EINVAL;
-}
-
-int zkr_mutex_guarded_set(zkr_mutex *m, const char *path, const char *data,
-                          int datalen, int version, int64_t timeout_ms) {
-  if (!m)
-    return path && zkr__path_check(path) != ZKR_OK ? ZKR_EBADPATH : ZKR_EINVAL;
-  return zkr__guarded_set(m->q, path, data, datalen, version, timeout_ms);
 }
 
 int zkr_mutex_participants(zkr_session *s, const char *path, int64_t timeout_ms,

@@ -801,9 +801,9 @@ int zkr__queue_release(zkr__queue *q) {
   return rc;
 }
 
-void zkr__queue_mark_lost(zkr__queue *q) {
+void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid) {
   pthread_mutex_lock(&q->mu);
-  if (q->phase == Q_HELD)
+  if (q->phase == Q_HELD && q->czxid == czxid)
     zkr__q_lose(q);
   q_unlock(q);
 }

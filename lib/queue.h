@@ -152,8 +152,9 @@ typedef struct zkr__qinfo {
 /* Is it held (HELD or SUSPECT)? With @out, the view; with @path, our
  * node's path ("" unless held). */
 int zkr__queue_info(zkr__queue *q, zkr__qinfo *out, char *path, size_t len);
-/* Our node was found deleted (by a guarded write): LOST. */
-void zkr__queue_mark_lost(zkr__queue *q);
+/* Our node, the one with @czxid, was found deleted (by a guarded write):
+ * LOST, if it is still the one held. */
+void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid);
 /* Post fn(q, rc, ud) to the event thread (not called once the queue is
  * freed). */
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,

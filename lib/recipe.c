@@ -1,6 +1,6 @@
 /*
  * Services every recipe shares: path and id checks, contender data, the
- * public state mapping, reentrancy, guarded writes and participant
+ * public state mapping, reentrancy and participant
  * listings (see recipe.h for what this file owns and must not touch).
  */
 #include "config.h"
@@ -127,67 +127,6 @@ int zkr__owner_count(const zkr__owner *o, zkr__queue *q) {
   if (!zkr__queue_info(q, NULL, NULL, 0))
     return 0;
   return 1 + atomic_load(&((zkr__owner *)o)->extra);
-}
-
-/* ---- guarded writes ---- */
-
-int zkr__guarded_multi(zkr__queue *q, int count, const zoo_op_t *ops,
-                       zoo_op_result_t *results, int64_t timeout_ms) {
-  if (!ops || !results || count < 1 || count > 1000)
-    return ZKR_EINVAL;
-  if (zkr__tls_in_callback)
-    return ZKR_EDEADLK;
-  char node[ZKR__PATH_MAX + 64];
-  zkr__qstate st = zkr__queue_state(q); /* (applies the session clock) */
-  if (st == ZKR__Q_LOST)
-    return ZKR_ELOCKLOST; /* nothing sent */
-  if (st != ZKR__Q_HELD || !zkr__queue_info(q, NULL, node, sizeof node))
-    return ZKR_ENOTHELD;
-  zoo_op_t *all = calloc((size_t)count + 1, sizeof *all);
-  zoo_op_result_t *res = calloc((size_t)count + 1, sizeof *res);
-  if (!all || !res) {
-    free(all);
-    free(res);
-    return ZKR_ENOMEM;
-  }
-  zoo_check_op_init(&all[0], node, -1);
-  memcpy(all + 1, ops, (size_t)count * sizeof *all);
-  int zrc = 0;
-  int rc = zkr__zk_multi(zkr__queue_session(q), count + 1, all, res,
-                         zkr__deadline(timeout_ms), &zrc);
-  if (rc == ZKR_OK || zrc != 0) {
-    memcpy(results, res + 1, (size_t)count * sizeof *res);
-    if (rc != ZKR_OK) {
-      if (res[0].err == ZNONODE) {
-        zkr__queue_mark_lost(q);
-        rc = ZKR_ELOCKLOST;
-      } else {
-        for (int i = 1; i <= count; i++)
-          if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY) {
-            rc = zkr__from_zk(res[i].err);
-            break;
-          }
-      }
-    }
-  }
-  free(all);
-  free(res);
-  return rc;
-}
-
-int zkr__guarded_set(zkr__queue *q, const char *path, const char *data,
-                     int datalen, int version, int64_t timeout_ms) {
-  if (!path)
-    return ZKR_EINVAL;
-  if (zkr__path_check(path) != ZKR_OK)
-    return ZKR_EBADPATH;
-  if (datalen < -1 || (datalen > 0 && !data))
-    return ZKR_EINVAL;
-  zoo_op_t op;
-  zoo_op_result_t r;
-  memset(&r, 0, sizeof r);
-  zoo_set_op_init(&op, path, data, datalen, version, NULL);
-  return zkr__guarded_multi(q, 1, &op, &r, timeout_ms);
 }
 
 /* ---- participants ---- */

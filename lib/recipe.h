@@ -3,18 +3,17 @@
  *
  * Owns: the lock-path check, the contender's node data, the mapping of
  * the engine's states to the public zkr_lock_state, reentrancy (owner
- * thread and hold count), guarded writes for any held node, and the
- * listing of a queue's participants with the roles a policy gives them.
- * Must not touch: the engine's internals (only queue.h), the session's
- * internals, any one recipe's naming or rule (those are the recipe's
- * zkr__qpolicy).
+ * thread and hold count), and the listing of a queue's participants with the
+ * roles a policy gives them. Must not touch: the engine's internals (only
+ * queue.h), the session's internals, any one recipe's naming or rule (those are
+ * the recipe's zkr__qpolicy).
  */
 #ifndef ZKR_RECIPE_H
 #define ZKR_RECIPE_H
 
 #include <stdatomic.h>
 
-#include "queue.h"
+#include "hold.h"
 
 /* A lock path: a valid path, not "/", not under "/zookeeper". */
 int zkr__lock_path_check(const char *path);
@@ -56,13 +55,6 @@ int zkr__owner_release(zkr__owner *o, zkr__queue *q);
 int zkr__owner_mine(zkr__owner *o, zkr__queue *q);
 /* The hold count (0 if not held). */
 int zkr__owner_count(const zkr__owner *o, zkr__queue *q);
-
-/* Guarded writes: @ops commit only while @q's node exists (a check op in
- * front, in one transaction). */
-int zkr__guarded_multi(zkr__queue *q, int count, const zoo_op_t *ops,
-                       zoo_op_result_t *results, int64_t timeout_ms);
-int zkr__guarded_set(zkr__queue *q, const char *path, const char *data,
-                     int datalen, int version, int64_t timeout_ms);
 
 /* The policy a contender named @name follows (a read-write lock has two,
  * the mutex one). */

@@ -31,6 +31,7 @@ typedef enum { A_NEW, A_PREP, A_ADMIT, A_LEASE, A_END } aphase;
 struct zkr_lease {
   zkr_semaphore *sem;
   zkr__queue *q;
+  zkr_hold hold;          /* set when handed out */
   struct acq *acq;        /* the acquisition it belongs to, until handed out */
   zkr_lease *prev, *next; /* in sem->leases once handed out */
   /* monitoring, under the semaphore's lock */

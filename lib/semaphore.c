@@ -247,6 +247,7 @@ void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
     for (int i = 0; i < a->n; i++) {
       zkr_lease *l = a->tmp[i];
       l->acq = NULL;
+      zkr__hold_take(&l->hold, l->q);
       l->next = sem->handed;
       if (sem->handed)
         sem->handed->prev = l;
@@ -383,7 +384,7 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
   void *fud = sem->state_ud;
   zkr__obj_leave(&sem->obj);
   if (fn)
-    fn(l, zkr__lock_state_of(st), fud);
+    fn(&l->hold, zkr__lock_state_of(st), fud);
 }
 
 /* A lease waiter has to wait (the leases are all taken): from now on watch
@@ -707,26 +708,6 @@ zkr_lock_state zkr_lease_state_get(const zkr_lease *l) {
   return l ? zkr__lock_state_of(zkr__queue_state(l->q)) : ZKR_LOCK_UNLOCKED;
 }
 
-int64_t zkr_lease_fencing_token(const zkr_lease *l) {
-  zkr__qinfo i;
-  return l && zkr__queue_info(l->q, &i, NULL, 0) ? i.czxid : 0;
-}
-
-int zkr_lease_node(const zkr_lease *l, char *buf, size_t len) {
-  if (!l || !buf || len == 0)
-    return ZKR_EINVAL;
-  return zkr__queue_info(l->q, NULL, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
-}
-
-int zkr_lease_guarded_multi(zkr_lease *l, int count, const struct zoo_op *ops,
-                            struct zoo_op_result *results, int64_t timeout_ms) {
-  return l ? zkr__guarded_multi(l->q, count, ops, results, timeout_ms)
-           : ZKR_EINVAL;
-}
-
-int zkr_lease_guarded_set(zkr_lease *l, const char *path, const char *data,
-                          int datalen, int version, int64_t timeout_ms) {
-  if (!l)
-    return path && zkr__path_check(path) != ZKR_OK ? ZKR_EBADPATH : ZKR_EINVAL;
-  return zkr__guarded_set(l->q, path, data, datalen, version, timeout_ms);
+zkr_hold *zkr_lease_hold(zkr_lease *l) {
+  return l ? &l->hold : NULL;
 }

@@ -220,7 +220,7 @@ static void mutex_loop(zkr_session *s, int rw, int reader) {
   for (long i = 0; !atomic_load(&stopping); i++) {
     int64_t t0 = wait_begin(i, 50);
     rc = no_lock ? ZKR_OK : zkr_mutex_acquire(m, timeout_ms);
-    int64_t token = rc == ZKR_OK ? zkr_mutex_fencing_token(m) : 0;
+    int64_t token = rc == ZKR_OK ? zkr_hold_token(zkr_mutex_hold(m)) : 0;
     if (!wait_end(rc, t0, token))
       continue;
     if (reader) {
@@ -269,7 +269,7 @@ static void semaphore_loop(zkr_session *s) {
     int64_t t0 = wait_begin(i, 50);
     zkr_lease *lease = NULL;
     rc = zkr_semaphore_acquire(sem, 1, timeout_ms, &lease);
-    int64_t token = rc == ZKR_OK ? zkr_lease_fencing_token(lease) : 0;
+    int64_t token = rc == ZKR_OK ? zkr_hold_token(zkr_lease_hold(lease)) : 0;
     if (!wait_end(rc, t0, token))
       continue;
     char r[128];
@@ -317,7 +317,7 @@ static void election_loop(zkr_session *s) {
       usleep(200000);
       continue;
     }
-    int64_t token = zkr_election_fencing_token(e);
+    int64_t token = zkr_hold_token(zkr_election_hold(e));
     status('H');
     logf_("acquired %lld %lld", (long long)token, (long long)(now_ms() - t0));
     logf_("lead %lld", (long long)token);

@@ -143,7 +143,7 @@ static int readers_inside(const char *res) {
 static const char *state_log;
 static atomic_int lease_lost;
 
-static void on_lease_state(void *lease, zkr_lock_state st, void *ud) {
+static void on_lease_state(zkr_hold *lease, zkr_lock_state st, void *ud) {
   (void)lease;
   (void)ud;
   char line[200];
@@ -204,8 +204,8 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
       status = 1;
       break;
     }
-    zkr_lease_node(lease, node, sizeof node);
-    int64_t token = zkr_lease_fencing_token(lease);
+    zkr_hold_node(zkr_lease_hold(lease), node, sizeof node);
+    int64_t token = zkr_hold_token(zkr_lease_hold(lease));
     if (!lease_usable(lease)) {
       printf("LOST\n");
       snprintf(line, sizeof line, "LOST %ld %lld\n", (long)getpid(),
@@ -353,12 +353,12 @@ static int lead_term(zkr_election *e, term_cfg *c) {
     usleep(1000);
   }
   told_used = up;
-  if (zkr_election_node(e, node, sizeof node) != ZKR_OK ||
+  if (zkr_hold_node(zkr_election_hold(e), node, sizeof node) != ZKR_OK ||
       !still_leads(e, up)) {
     note_lost(c, 0);
     return 75;
   }
-  int64_t token = zkr_election_fencing_token(e);
+  int64_t token = zkr_hold_token(zkr_election_hold(e));
   snprintf(line, sizeof line, "ACQ %ld %d %lld %lld %c\n", (long)getpid(),
            seq_of(node), (long long)token, (long long)now_ms(), c->kind);
   append(c->logf, line);
@@ -657,8 +657,8 @@ int main(int argc, char **argv) {
       status = 1;
       break;
     }
-    zkr_mutex_node(m, node, sizeof node);
-    int64_t token = zkr_mutex_fencing_token(m);
+    zkr_hold_node(zkr_mutex_hold(m), node, sizeof node);
+    int64_t token = zkr_hold_token(zkr_mutex_hold(m));
     int overlap = 0, inside = 0;
     if (res && reading) {
       /* first announce, then look: a writer does the same the other way

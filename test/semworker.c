@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     printf("HELD");
     for (int i = 0; i < n; i++) {
       char node[600];
-      if (zkr_lease_node(l[i], node, sizeof node) == ZKR_OK)
+      if (zkr_hold_node(zkr_lease_hold(l[i]), node, sizeof node) == ZKR_OK)
         printf(" %s", node);
     }
     printf("\n");

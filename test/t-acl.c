@@ -126,7 +126,7 @@ int main(void) {
   zkr_mutex_new(&m1, s1, path, NULL);
   is(zkr_mutex_acquire(m1, 10000), ZKR_OK,
      "a creator-mode mutex creates its parents and holds");
-  zkr_mutex_node(m1, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(m1), node, sizeof node);
   is(strcmp(acl_str(admin, node), want_creator), 0,
      "its node: every right for app, read for anyone (%s)",
      acl_str(admin, node));
@@ -180,7 +180,7 @@ int main(void) {
   ok(zkt_expire(hosts, s2) == 0, "s2's session expired");
   is(zkr_mutex_acquire(m2, 20000), ZKR_OK,
      "in its new session m2 still creates under the creator-only parent");
-  zkr_mutex_node(m2, node2, sizeof node2);
+  zkr_hold_node(zkr_mutex_hold(m2), node2, sizeof node2);
   is(strcmp(acl_str(admin, node2), want_creator), 0, "with the same ACL");
   is(zkr_mutex_release(m2), ZKR_OK, "and releases");
   zkr_mutex_free(m1);
@@ -216,21 +216,22 @@ int main(void) {
      "a parent made by an open client: open");
   zkr_mutex_new(&m1, s2, path, NULL);
   is(zkr_mutex_acquire(m1, 10000), ZKR_OK, "a creator-mode mutex holds there");
-  zkr_mutex_node(m1, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(m1), node, sizeof node);
   is(strcmp(acl_str(admin, node), want_creator), 0, "its node is creator-only");
   is(raw(anon, RAW_SET, node), ZNOAUTH, "no one else can overwrite it");
   is(raw(anon, RAW_DELETE, node), ZOK,
      "but the open parent lets anyone delete it (as documented)");
   snprintf(kid, sizeof kid, "%s/open/data", root);
   raw(admin, RAW_CREATE, kid);
-  is(zkr_mutex_guarded_set(m1, kid, "v", 1, -1, 5000), ZKR_ELOCKLOST,
+  is(zkr_hold_guarded_set(zkr_mutex_hold(m1), kid, "v", 1, -1, 5000),
+     ZKR_ELOCKLOST,
      "the holder learns it at its next guarded write: ZKR_ELOCKLOST");
   zkr_mutex_release(m1);
   zkr_mutex_free(m1);
   /* an open-mode client on that open parent works beside it */
   zkr_mutex_new(&ma, anon, path, NULL);
   is(zkr_mutex_acquire(ma, 10000), ZKR_OK, "an open-mode mutex there: fine");
-  zkr_mutex_node(ma, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(ma), node, sizeof node);
   is(strcmp(acl_str(admin, node), "31:world:anyone"), 0,
      "its node has the open ACL");
   zkr_mutex_release(ma);
@@ -277,7 +278,7 @@ int main(void) {
   is(zkr_election_new(&e, s2, path, NULL), ZKR_OK, "a participant");
   is(zkr_election_start(e), ZKR_OK, "joins");
   is(zkr_election_await(e, 10000), ZKR_OK, "leads");
-  zkr_election_node(e, node, sizeof node);
+  zkr_hold_node(zkr_election_hold(e), node, sizeof node);
   is(strcmp(acl_str(admin, node), want_creator), 0,
      "its latch node is creator-only");
   is(raw(other, RAW_DELETE, node), ZNOAUTH,

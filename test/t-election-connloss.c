@@ -92,8 +92,8 @@ static void short_cut(const char *path, int keep) {
   ok(zkt_children_become(admin, path, 2, 10000), "%s: b queued behind it",
      mode);
   char node[600], data[600];
-  zkr_election_node(a.e, node, sizeof node);
-  int64_t token = zkr_election_fencing_token(a.e);
+  zkr_hold_node(zkr_election_hold(a.e), node, sizeof node);
+  int64_t token = zkr_hold_token(zkr_election_hold(a.e));
   snprintf(data, sizeof data, "%s-data", path);
   zkr__zk_create(admin, data, "0", 1, 0, zkr__deadline(5000), NULL);
 
@@ -119,11 +119,11 @@ static void short_cut(const char *path, int keep) {
        "KEEP: a's listener was told 1 only, never 0 (%s)", zkt_who_told(&a));
     ok(pa.always, "KEEP: is_leader read 1 throughout the cut");
     char node2[600];
-    zkr_election_node(a.e, node2, sizeof node2);
+    zkr_hold_node(zkr_election_hold(a.e), node2, sizeof node2);
     is(strcmp(node, node2), 0, "KEEP: the same node");
-    is(zkr_election_fencing_token(a.e), token, "KEEP: the same token");
-    is(zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000), ZKR_OK,
-       "KEEP: its guarded write commits after the reconnection");
+    is(zkr_hold_token(zkr_election_hold(a.e)), token, "KEEP: the same token");
+    is(zkr_hold_guarded_set(zkr_election_hold(a.e), data, "1", 1, -1, 10000),
+       ZKR_OK, "KEEP: its guarded write commits after the reconnection");
   } else {
     pthread_mutex_lock(&pa.mu);
     pa.stop = 1;
@@ -137,8 +137,8 @@ static void short_cut(const char *path, int keep) {
      * loopback can be shorter than any polling period: the listener's
      * record above is the evidence) */
     ok(zkr_election_is_leader(a.e), "DROP: a leads again");
-    is(zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000), ZKR_OK,
-       "DROP: and its guarded write commits");
+    is(zkr_hold_guarded_set(zkr_election_hold(a.e), data, "1", 1, -1, 10000),
+       ZKR_OK, "DROP: and its guarded write commits");
   }
   is(strcmp(zkt_who_told(&b), ""), 0, "%s: b was never told it leads (%s)",
      mode, zkt_who_told(&b));
@@ -168,9 +168,9 @@ static void suspended(const char *path, int keep) {
   ok(zkt_children_become(admin, path, 2, 10000),
      "%s suspended: b queued behind it", mode);
   char node[600], node2[600], data[600];
-  is(zkr_election_node(a.e, node, sizeof node), ZKR_OK,
+  is(zkr_hold_node(zkr_election_hold(a.e), node, sizeof node), ZKR_OK,
      "%s suspended: a's node", mode);
-  int64_t token = zkr_election_fencing_token(a.e);
+  int64_t token = zkr_hold_token(zkr_election_hold(a.e));
   ok(token > 0, "%s suspended: a's token", mode);
   snprintf(data, sizeof data, "%s-data", path);
   zkr__zk_create(admin, data, "0", 1, 0, zkr__deadline(5000), NULL);
@@ -185,22 +185,23 @@ static void suspended(const char *path, int keep) {
      "%s suspended: a's session is suspended", mode);
   if (keep) {
     ok(zkr_election_is_leader(a.e), "KEEP suspended: a still leads");
-    is(zkr_election_fencing_token(a.e), token,
+    is(zkr_hold_token(zkr_election_hold(a.e)), token,
        "KEEP suspended: its token is readable");
-    is(zkr_election_node(a.e, node2, sizeof node2), ZKR_OK,
+    is(zkr_hold_node(zkr_election_hold(a.e), node2, sizeof node2), ZKR_OK,
        "KEEP suspended: its node is readable");
     is(strcmp(node, node2), 0, "KEEP suspended: the same node");
   } else {
     ok(zkt_who_wait_told(&a, "1,0", 10000), "DROP suspended: a was told 0 (%s)",
        zkt_who_told(&a));
     ok(!zkr_election_is_leader(a.e), "DROP suspended: a does not lead");
-    is(zkr_election_fencing_token(a.e), 0, "DROP suspended: no token");
-    is(zkr_election_node(a.e, node2, sizeof node2), ZKR_ENOTHELD,
+    is(zkr_hold_token(zkr_election_hold(a.e)), 0, "DROP suspended: no token");
+    is(zkr_hold_node(zkr_election_hold(a.e), node2, sizeof node2), ZKR_ENOTHELD,
        "DROP suspended: no node (ZKR_ENOTHELD)");
     is(strcmp(node2, ""), 0, "DROP suspended: the buffer is emptied");
   }
-  is(zkr_election_guarded_set(a.e, data, "a", 1, -1, 2000), ZKR_ENOTHELD,
-     "%s suspended: a guarded write sends nothing (ZKR_ENOTHELD)", mode);
+  is(zkr_hold_guarded_set(zkr_election_hold(a.e), data, "a", 1, -1, 2000),
+     ZKR_ENOTHELD, "%s suspended: a guarded write sends nothing (ZKR_ENOTHELD)",
+     mode);
   is(zkt_children(admin, path), 2, "%s suspended: both nodes stay", mode);
   is(strcmp(zkt_who_told(&b), ""), 0,
      "%s suspended: b is not told it leads (%s)", mode, zkt_who_told(&b));
@@ -215,11 +216,11 @@ static void suspended(const char *path, int keep) {
      zkt_who_told(&a));
   struct conn_arg ca = {a.s};
   zkt_wait_for(connected, &ca, 10000);
-  is(zkr_election_fencing_token(a.e), token,
+  is(zkr_hold_token(zkr_election_hold(a.e)), token,
      "%s suspended: then the same token", mode);
   int rc = ZKR_ENOTHELD;
   for (int i = 0; i < 100 && rc == ZKR_ENOTHELD; i++) {
-    rc = zkr_election_guarded_set(a.e, data, "1", 1, -1, 10000);
+    rc = zkr_hold_guarded_set(zkr_election_hold(a.e), data, "1", 1, -1, 10000);
     if (rc == ZKR_ENOTHELD)
       usleep(100000); /* its node not yet confirmed */
   }
@@ -258,7 +259,7 @@ int main(void) {
     zkr_election_start(b.e);
     ok(zkt_children_become(admin, path, 2, 10000), "outage: b queued");
     char node[600], data[600];
-    zkr_election_node(a.e, node, sizeof node);
+    zkr_hold_node(zkr_election_hold(a.e), node, sizeof node);
     snprintf(data, sizeof data, "%s-data", path);
     zkr__zk_create(admin, data, "0", 1, 0, zkr__deadline(5000), NULL);
     zkt_proxy_cmd("blackhole");
@@ -272,7 +273,8 @@ int main(void) {
     ok(a0 >= 0 && b1 >= 0 && a0 <= b1,
        "outage: a was told 0 before b was told 1 (a's session clock)");
     ok(!zkr_election_is_leader(a.e), "outage: a does not lead");
-    ok(zkr_election_guarded_set(a.e, data, "a", 1, -1, 2000) != ZKR_OK,
+    ok(zkr_hold_guarded_set(zkr_election_hold(a.e), data, "a", 1, -1, 2000) !=
+           ZKR_OK,
        "outage: a's guarded write fails");
     zkt_proxy_cmd("flow");
     ok(zkt_proxy_wait("done flow", ++n_flow, 5000),

@@ -114,7 +114,7 @@ int main(void) {
 
   char *leaders[CHANGES + 1] = {0}; /* the leader's node at each step */
   char node[600];
-  zkr_election_node(el[0], node, sizeof node);
+  zkr_hold_node(zkr_election_hold(el[0]), node, sizeof node);
   leaders[0] = strdup(base(node));
 
   int exact = 1, order = 1, watches = 1, alive = P, frees = 0;
@@ -142,7 +142,7 @@ int main(void) {
       tap_diag("change %d: participant %d does not lead", c, next);
       break;
     }
-    zkr_election_node(el[next], node, sizeof node);
+    zkr_hold_node(zkr_election_hold(el[next]), node, sizeof node);
     leaders[c + 1] = strdup(base(node));
     /* settled: the resigned one queued again with its one watch, the
      * freed one's watch gone (fired), and the observer has its watch

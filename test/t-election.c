@@ -60,7 +60,7 @@ static void test_bad_input(void) {
   is(zkr_election_resign(e), ZKR_ENOTHELD, "resign before joining");
   is(zkr_election_is_leader(e), 0, "not leader");
   is(zkr_election_run(e, NULL, NULL, 0), ZKR_EINVAL, "run without function");
-  is(zkr_election_fencing_token(e), 0, "no token");
+  is(zkr_hold_token(zkr_election_hold(e)), 0, "no token");
   is(zkt_children(admin, path), -1, "nothing created");
   is(zkr_election_start(e), ZKR_OK, "start");
   is(zkr_election_start(e), ZKR_EBUSY, "start again: EBUSY");
@@ -88,7 +88,8 @@ static void test_latch(void) {
   ok(zkt_children_become(admin, path, 3, 5000), "c queued");
   is(zkr_election_await(b.e, 200), ZKR_ETIMEDOUT, "b does not lead");
   char node[512];
-  is(zkr_election_node(a.e, node, sizeof node), ZKR_OK, "a's node %s", node);
+  is(zkr_hold_node(zkr_election_hold(a.e), node, sizeof node), ZKR_OK,
+     "a's node %s", node);
   const char *name = strrchr(node, '/') + 1;
   ok(strncmp(name, "_c_", 3) == 0 && strlen(name) == 40 + 6 + 10 &&
          strncmp(name + 40, "latch-", 6) == 0,
@@ -96,7 +97,7 @@ static void test_latch(void) {
   zkr__result r;
   memset(&r, 0, sizeof r);
   zkr__zk_exists(admin, node, zkr__deadline(5000), &r);
-  ok(zkr_election_fencing_token(a.e) == r.stat.czxid,
+  ok(zkr_hold_token(zkr_election_hold(a.e)) == r.stat.czxid,
      "the fencing token is the node's czxid");
   zkr_participant l;
   is(zkr_election_leader(admin, path, 5000, &l), ZKR_OK, "the leader");
@@ -139,7 +140,7 @@ static void test_losses(void) {
   zkr_election_start(b.e);
   ok(zkt_children_become(admin, path, 2, 5000), "b queued");
   char old[512];
-  zkr_election_node(a.e, old, sizeof old);
+  zkr_hold_node(zkr_election_hold(a.e), old, sizeof old);
   ok(zkt_expire(hosts, a.s) == 0, "a's session is expired");
   /* (it may be told 0 at the cut of its connection, 1 again when the same
    * session comes back for a moment, and 0 at the expiry: each change
@@ -152,13 +153,14 @@ static void test_losses(void) {
   ok(strcmp(order(path), "b a") == 0, "behind b: %s", order(path));
   is(zkr_election_is_leader(a.e), 0, "a does not lead");
   /* b's node deleted by another client: b stops at once, a leads */
-  zkr_election_node(b.e, now, sizeof now);
+  zkr_hold_node(zkr_election_hold(b.e), now, sizeof now);
   is(zkr__zk_delete(admin, now, -1, zkr__deadline(5000)), ZKR_OK,
      "b's node deleted by another client");
   ok(zkt_who_wait_told(&b, "1,0", 10000), "b is told at once (%s)",
      zkt_who_told(&b));
   is(zkr_election_await(a.e, 10000), ZKR_OK, "a leads");
-  ok(zkr_election_node(a.e, now, sizeof now) == ZKR_OK && strcmp(now, old),
+  ok(zkr_hold_node(zkr_election_hold(a.e), now, sizeof now) == ZKR_OK &&
+         strcmp(now, old),
      "on a new node");
   ok(zkt_children_become(admin, path, 2, 10000) &&
          strcmp(order(path), "a b") == 0,

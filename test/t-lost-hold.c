@@ -100,7 +100,7 @@ static struct outcome *slot(int k, int c, int r) {
 
 static atomic_int lost_cb, leading_told, notleading_told;
 
-static void on_state(void *lock, zkr_lock_state st, void *ud) {
+static void on_state(zkr_hold *lock, zkr_lock_state st, void *ud) {
   (void)lock;
   (void)ud;
   if (st == ZKR_LOCK_LOST)
@@ -155,10 +155,10 @@ static int lost_seen(void *arg) {
 static int guarded(zkr_mutex *m, zkr_lease *l, zkr_election *e,
                    const char *data) {
   if (m)
-    return zkr_mutex_guarded_set(m, data, "late", 4, -1, 5000);
+    return zkr_hold_guarded_set(zkr_mutex_hold(m), data, "late", 4, -1, 5000);
   if (l)
-    return zkr_lease_guarded_set(l, data, "late", 4, -1, 5000);
-  return zkr_election_guarded_set(e, data, "late", 4, -1, 5000);
+    return zkr_hold_guarded_set(zkr_lease_hold(l), data, "late", 4, -1, 5000);
+  return zkr_hold_guarded_set(zkr_election_hold(e), data, "late", 4, -1, 5000);
 }
 
 static void child(int k, int c, const char *path, const char *data, int ready,
@@ -228,14 +228,14 @@ static void child(int k, int c, const char *path, const char *data, int ready,
     rep.v = l ? zkr_lease_state_get(l) : zkr_mutex_state_get(m);
     break;
   case C_TOKEN:
-    rep.v = l   ? zkr_lease_fencing_token(l)
-            : e ? zkr_election_fencing_token(e)
-                : zkr_mutex_fencing_token(m);
+    rep.v = l   ? zkr_hold_token(zkr_lease_hold(l))
+            : e ? zkr_hold_token(zkr_election_hold(e))
+                : zkr_hold_token(zkr_mutex_hold(m));
     break;
   case C_NODE:
-    rep.v = l   ? zkr_lease_node(l, buf, sizeof buf)
-            : e ? zkr_election_node(e, buf, sizeof buf)
-                : zkr_mutex_node(m, buf, sizeof buf);
+    rep.v = l   ? zkr_hold_node(zkr_lease_hold(l), buf, sizeof buf)
+            : e ? zkr_hold_node(zkr_election_hold(e), buf, sizeof buf)
+                : zkr_hold_node(zkr_mutex_hold(m), buf, sizeof buf);
     break;
   case C_GUARDED:
     rep.v = guarded(m, l, e, data);
@@ -290,7 +290,7 @@ struct contender {
   atomic_int done, rc;
 };
 
-static void on_acquired(void *lock, int rc, void *ud) {
+static void on_acquired(zkr_mutex *lock, int rc, void *ud) {
   struct contender *ct = ud;
   (void)lock;
   atomic_store(&ct->rc, rc);

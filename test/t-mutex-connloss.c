@@ -49,13 +49,13 @@ int main(void) {
   is(zkr_session_id(s), sid, "same session after reconnecting");
   is(zkt_children(admin, path), 1, "exactly one node: no orphan");
   char node[600];
-  zkr_mutex_node(m, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(m), node, sizeof node);
   zkr__result r;
   memset(&r, 0, sizeof r);
   is(zkr__zk_exists(admin, node, zkr__deadline(5000), &r), ZKR_OK,
      "our node is the one on the server");
   ok(r.stat.ephemeralOwner == sid, "owned by our session");
-  is(zkr_mutex_fencing_token(m), r.stat.czxid,
+  is(zkr_hold_token(zkr_mutex_hold(m)), r.stat.czxid,
      "the fencing token is its czxid");
   is(zkr_mutex_release(m), ZKR_OK, "release");
   ok(zkt_children_become(admin, path, 0, 10000), "no node left");

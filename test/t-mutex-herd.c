@@ -20,7 +20,7 @@ static zkr_mutex *mx[W + 1];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int granted[W + 1];
 
-static void on_acquired(void *lock, int rc, void *ud) {
+static void on_acquired(zkr_mutex *lock, int rc, void *ud) {
   (void)lock;
   pthread_mutex_lock(&mu);
   granted[(intptr_t)ud] = rc == ZKR_OK ? 1 : -1;

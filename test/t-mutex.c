@@ -61,7 +61,7 @@ static void test_bad_input(zkr_session *s) {
   is(zkr_mutex_cancel(NULL), ZKR_EINVAL, "cancel(NULL)");
   is(zkr_mutex_acquire_async(NULL, 0, NULL, NULL), ZKR_EINVAL,
      "acquire_async(NULL)");
-  ok(!zkr_mutex_is_held(NULL) && zkr_mutex_fencing_token(NULL) == 0 &&
+  ok(!zkr_mutex_is_held(NULL) && zkr_hold_token(zkr_mutex_hold(NULL)) == 0 &&
          zkr_mutex_hold_count(NULL) == 0,
      "queries on NULL");
   zkr_mutex_free(NULL);
@@ -75,7 +75,8 @@ static void test_bad_input(zkr_session *s) {
   is(zkr_mutex_acquire_async(ok_m, 0, NULL, NULL), ZKR_EINVAL,
      "acquire_async without a callback");
   char buf[64];
-  is(zkr_mutex_node(ok_m, buf, sizeof buf), ZKR_ENOTHELD, "node: not held");
+  is(zkr_hold_node(zkr_mutex_hold(ok_m), buf, sizeof buf), ZKR_ENOTHELD,
+     "node: not held");
   zkr_mutex_free(ok_m);
   is(nchildren(zkt_path("never-used")), -1,
      "a mutex sends nothing before it is used");
@@ -95,10 +96,10 @@ static void test_basic(zkr_session *s) {
   ok(zkr_mutex_is_held(a), "a is held");
   is(zkr_mutex_state_get(a), ZKR_LOCK_HELD, "state HELD");
   is(zkr_mutex_hold_count(a), 1, "hold count 1");
-  int64_t t1 = zkr_mutex_fencing_token(a);
+  int64_t t1 = zkr_hold_token(zkr_mutex_hold(a));
   ok(t1 > 0, "fencing token %lld", (long long)t1);
   char node[512];
-  is(zkr_mutex_node(a, node, sizeof node), ZKR_OK, "node path");
+  is(zkr_hold_node(zkr_mutex_hold(a), node, sizeof node), ZKR_OK, "node path");
   const char *base = strrchr(node, '/') + 1;
   ok(strncmp(base, "_c_", 3) == 0 && strlen(base) == 3 + 36 + 1 + 5 + 10 &&
          strstr(base, "-lock-") == base + 3 + 36,
@@ -136,7 +137,7 @@ static void test_basic(zkr_session *s) {
      "a not held");
   is(zkr_mutex_release(a), ZKR_ENOTHELD, "a second release: ZKR_ENOTHELD");
   is(zkr_mutex_acquire(b, 0), ZKR_OK, "b acquires with try-lock");
-  int64_t t2 = zkr_mutex_fencing_token(b);
+  int64_t t2 = zkr_hold_token(zkr_mutex_hold(b));
   ok(t2 > t1, "a later acquisition has a larger token (%lld > %lld)",
      (long long)t2, (long long)t1);
   is(zkr_mutex_release(b), ZKR_OK, "b releases");
@@ -192,8 +193,7 @@ struct asy {
   pthread_t thread;
 };
 
-static void on_acquired(void *lock, int rc, void *ud) {
-  zkr_mutex *m = lock;
+static void on_acquired(zkr_mutex *m, int rc, void *ud) {
   struct asy *a = ud;
   int d = zkr_mutex_acquire(m, 10); /* blocking from a callback */
   pthread_mutex_lock(&a->mu);
@@ -291,11 +291,11 @@ static void test_reentrant(zkr_session *s) {
   zkr_mutex_new(&m, s, path, o);
   zkr_mutex_opts_free(o);
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "reentrant: first acquire");
-  int64_t t = zkr_mutex_fencing_token(m);
+  int64_t t = zkr_hold_token(zkr_mutex_hold(m));
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "second acquire by the same thread");
   is(zkr_mutex_acquire(m, 0), ZKR_OK, "third (try-lock)");
   is(zkr_mutex_hold_count(m), 3, "hold count 3");
-  is(zkr_mutex_fencing_token(m), t, "same node, same token");
+  is(zkr_hold_token(zkr_mutex_hold(m)), t, "same node, same token");
   is(nchildren(path), 1, "one node");
   struct other ot = {m, 0, 0};
   pthread_t th;
@@ -334,16 +334,17 @@ static void test_guarded_and_expiry(void) {
   zkr_mutex_opts_free(o);
   zkr_mutex_new(&m2, s2, path, NULL);
   is(zkr_mutex_acquire(m1, -1), ZKR_OK, "holder 1 acquires");
-  is(zkr_mutex_guarded_set(m1, res, "1", 1, -1, 5000), ZKR_OK,
+  is(zkr_hold_guarded_set(zkr_mutex_hold(m1), res, "1", 1, -1, 5000), ZKR_OK,
      "guarded write while holding");
   zkr__result r;
   memset(&r, 0, sizeof r);
   zkr__zk_get(admin, res, zkr__deadline(5000), &r);
   ok(r.data && strcmp(r.data, "1") == 0, "applied");
   zkr__result_clear(&r);
-  is(zkr_mutex_guarded_set(m2, res, "x", 1, -1, 5000), ZKR_ENOTHELD,
-     "guarded write without the lock: refused, nothing sent");
-  is(zkr_mutex_guarded_set(m1, "/no-such-node-zkr", "x", 1, -1, 5000),
+  is(zkr_hold_guarded_set(zkr_mutex_hold(m2), res, "x", 1, -1, 5000),
+     ZKR_ENOTHELD, "guarded write without the lock: refused, nothing sent");
+  is(zkr_hold_guarded_set(zkr_mutex_hold(m1), "/no-such-node-zkr", "x", 1, -1,
+                          5000),
      ZKR_ENONODE, "a failing op of the caller: its error");
   ok(zkr_mutex_is_held(m1), "still held after a failed guarded write");
 
@@ -356,8 +357,8 @@ static void test_guarded_and_expiry(void) {
   ok(!zkr_mutex_is_held(m1), "is_held() false");
   is(zkr_mutex_state_get(m1), ZKR_LOCK_LOST, "state LOST");
   ok(zkt_wait_for(held_by, m2, 15000), "the next waiter acquires");
-  is(zkr_mutex_guarded_set(m1, res, "2", 1, -1, 5000), ZKR_ELOCKLOST,
-     "old holder's guarded write refused");
+  is(zkr_hold_guarded_set(zkr_mutex_hold(m1), res, "2", 1, -1, 5000),
+     ZKR_ELOCKLOST, "old holder's guarded write refused");
   memset(&r, 0, sizeof r);
   zkr__zk_get(admin, res, zkr__deadline(5000), &r);
   ok(r.data && strcmp(r.data, "1") == 0, "the resource is untouched");
@@ -368,11 +369,11 @@ static void test_guarded_and_expiry(void) {
   /* A holder whose node is deleted by someone else: the guarded write
    * finds out. */
   char node[512];
-  zkr_mutex_node(m2, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(m2), node, sizeof node);
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
      "admin deletes holder 2's node");
-  is(zkr_mutex_guarded_set(m2, res, "3", 1, -1, 5000), ZKR_ELOCKLOST,
-     "guarded write: ZKR_ELOCKLOST");
+  is(zkr_hold_guarded_set(zkr_mutex_hold(m2), res, "3", 1, -1, 5000),
+     ZKR_ELOCKLOST, "guarded write: ZKR_ELOCKLOST");
   is(zkr_mutex_state_get(m2), ZKR_LOCK_LOST, "state LOST");
   zkr_mutex_free(m1);
   zkr_mutex_free(m2);
@@ -515,7 +516,7 @@ static void test_watch_node(zkr_session *s) {
   zkr_mutex_opts_free(o);
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "watched holder acquires");
   char node[512];
-  zkr_mutex_node(m, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(m), node, sizeof node);
   ok(zkt_watches_become(s, node, 1, 5000), "one watch on our own node");
   is(zkr__zk_set(admin, node, "__REVOKE__", 10, -1, zkr__deadline(5000)),
      ZKR_OK, "admin writes to the holder's node (a revocation request)");
@@ -533,7 +534,7 @@ static void test_watch_node(zkr_session *s) {
   ok(!zkr_mutex_is_held(m), "is_held() false");
   is(zkr_mutex_release(m), ZKR_ELOCKLOST, "release says the lock was lost");
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "acquires again");
-  zkr_mutex_node(m, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(m), node, sizeof node);
   ok(zkt_watches_become(s, node, 1, 5000), "watching the new node");
   is(zkr_mutex_release(m), ZKR_OK, "plain release");
   ok(zkt_watches_become(s, node, 0, 5000), "no watch left once released");

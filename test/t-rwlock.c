@@ -48,7 +48,7 @@ static zkr_mutex *W(who *w) {
   return zkr_rwlock_write_lock(w->rw);
 }
 
-static void on_acquired(void *lock, int rc, void *ud) {
+static void on_acquired(zkr_mutex *lock, int rc, void *ud) {
   who *w = ud;
   (void)lock;
   pthread_mutex_lock(&w->mu);
@@ -93,7 +93,7 @@ static const char *base(const char *p) {
 }
 
 static void node_of(zkr_mutex *m, char *buf, size_t len) {
-  if (zkr_mutex_node(m, buf, len) != ZKR_OK)
+  if (zkr_hold_node(zkr_mutex_hold(m), buf, len) != ZKR_OK)
     snprintf(buf, len, "%s", "(none)");
 }
 
@@ -146,7 +146,8 @@ static void test_naming_and_sharing(void) {
   ok(strncmp(b, "_c_", 3) == 0 && strlen(b) == 3 + 36 + 1 + 8 + 10 &&
          strncmp(b + 3 + 36 + 1, "__READ__", 8) == 0,
      "a reader's node is Curator's _c_<uuid>-__READ__<seq>: %s", b);
-  ok(zkr_mutex_fencing_token(R(&r[0])) > 0, "a reader has a fencing token");
+  ok(zkr_hold_token(zkr_mutex_hold(R(&r[0]))) > 0,
+     "a reader has a fencing token");
   is(zkr_mutex_acquire(W(&w), 0), ZKR_EWOULDBLOCK,
      "a writer trying once while readers hold: ZKR_EWOULDBLOCK");
   ok(zkt_settled_children(w.s, admin, path) == 3, "and it left no node");
@@ -409,19 +410,20 @@ static void test_guarded_writes(void) {
   who a;
   who_open(&a, path);
   is(zkr_mutex_acquire(W(&a), 5000), ZKR_OK, "a writer holds");
-  is(zkr_mutex_guarded_set(W(&a), res, "w", 1, -1, 5000), ZKR_OK,
+  is(zkr_hold_guarded_set(zkr_mutex_hold(W(&a)), res, "w", 1, -1, 5000), ZKR_OK,
      "a guarded write through the write half commits");
-  is(zkr_mutex_guarded_set(R(&a), res, "x", 1, -1, 5000), ZKR_ENOTHELD,
-     "through the read half, not held: refused");
+  is(zkr_hold_guarded_set(zkr_mutex_hold(R(&a)), res, "x", 1, -1, 5000),
+     ZKR_ENOTHELD, "through the read half, not held: refused");
   is(zkr_mutex_acquire(R(&a), 0), ZKR_OK, "downgrade");
   is(zkr_mutex_release(W(&a)), ZKR_OK, "write half released");
-  is(zkr_mutex_guarded_set(R(&a), res, "r", 1, -1, 5000), ZKR_OK,
+  is(zkr_hold_guarded_set(zkr_mutex_hold(R(&a)), res, "r", 1, -1, 5000), ZKR_OK,
      "a guarded write through the (downgraded) read half commits");
   char node[512];
   node_of(R(&a), node, sizeof node);
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
      "another client deletes the read node");
-  is(zkr_mutex_guarded_set(R(&a), res, "z", 1, -1, 5000), ZKR_ELOCKLOST,
+  is(zkr_hold_guarded_set(zkr_mutex_hold(R(&a)), res, "z", 1, -1, 5000),
+     ZKR_ELOCKLOST,
      "the next guarded write finds the lock lost and writes nothing");
   zkr__result r;
   memset(&r, 0, sizeof r);

@@ -160,7 +160,8 @@ static void test_layout_and_limit(void) {
   who_open(&c, path, 2, NULL);
   is(zkr_semaphore_acquire(a.sem, 1, 5000, a.l), ZKR_OK, "A takes a lease");
   char node[512];
-  is(zkr_lease_node(a.l[0], node, sizeof node), ZKR_OK, "its node: %s", node);
+  is(zkr_hold_node(zkr_lease_hold(a.l[0]), node, sizeof node), ZKR_OK,
+     "its node: %s", node);
   const char *name = strrchr(node, '/') + 1;
   ok(strncmp(node, sub(path, "leases/_c_"), strlen(sub(path, "leases/_c_"))) ==
              0 &&
@@ -170,7 +171,7 @@ static void test_layout_and_limit(void) {
   zkr__result r;
   memset(&r, 0, sizeof r);
   zkr__zk_exists(admin, node, zkr__deadline(5000), &r);
-  ok(zkr_lease_fencing_token(a.l[0]) == r.stat.czxid && r.stat.czxid > 0,
+  ok(zkr_hold_token(zkr_lease_hold(a.l[0])) == r.stat.czxid && r.stat.czxid > 0,
      "the fencing token is the node's czxid");
   ok(r.stat.ephemeralOwner == zkr_session_id(a.s), "the node is ephemeral");
   is(zkt_children_become(admin, sub(path, "locks"), 0, 5000), 1,
@@ -252,7 +253,8 @@ static void test_many_and_cancel(void) {
   who_open(&a, path, 3, NULL);
   who_open(&b, path, 3, NULL);
   is(zkr_semaphore_acquire(a.sem, 2, 5000, a.l), ZKR_OK, "A takes 2 of 3");
-  ok(zkr_lease_fencing_token(a.l[0]) != zkr_lease_fencing_token(a.l[1]),
+  ok(zkr_hold_token(zkr_lease_hold(a.l[0])) !=
+         zkr_hold_token(zkr_lease_hold(a.l[1])),
      "two leases, two tokens");
   is(zkr_semaphore_acquire(b.sem, 2, 0, b.l), ZKR_EWOULDBLOCK,
      "B cannot take 2 (try once)");
@@ -428,7 +430,7 @@ static void test_expired_holder(void) {
   is(zkr_semaphore_acquire(h, 1, 5000, &hl), ZKR_OK, "the holder has it");
   const char *res = zkt_path("expire-resource");
   zkt_create_parents(admin, res, zkr__deadline(5000));
-  is(zkr_lease_guarded_set(hl, res, "one", 3, -1, 5000), ZKR_OK,
+  is(zkr_hold_guarded_set(zkr_lease_hold(hl), res, "one", 3, -1, 5000), ZKR_OK,
      "a guarded write while held");
   who w;
   who_open(&w, path, 1, NULL);
@@ -440,8 +442,8 @@ static void test_expired_holder(void) {
   is(zkr_lease_state_get(hl), ZKR_LOCK_LOST, "state LOST");
   ok(zkt_wait_for(is_done, &w, 10000) && w.rc == ZKR_OK,
      "the waiter gets the lease");
-  is(zkr_lease_guarded_set(hl, res, "two", 3, -1, 5000), ZKR_ELOCKLOST,
-     "the lost holder's guarded write is refused");
+  is(zkr_hold_guarded_set(zkr_lease_hold(hl), res, "two", 3, -1, 5000),
+     ZKR_ELOCKLOST, "the lost holder's guarded write is refused");
   is(zkr_lease_release(hl), ZKR_ELOCKLOST, "release reports the loss");
   zkr_lease_release(w.l[0]);
   who_close(&w);
@@ -841,7 +843,7 @@ static void test_watch_node(void) {
   zkr_semaphore_opts_free(o);
   is(zkr_semaphore_acquire(a.sem, 1, 5000, a.l), ZKR_OK, "a lease");
   char node[512];
-  zkr_lease_node(a.l[0], node, sizeof node);
+  zkr_hold_node(zkr_lease_hold(a.l[0]), node, sizeof node);
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
      "another client deletes the lease node");
   ok(zkt_wait_for(zkt_lost_seen, &lg, 10000),

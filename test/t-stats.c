@@ -135,7 +135,7 @@ struct async {
   pthread_mutex_t mu;
   int done, rc;
 };
-static void async_fn(void *lock, int rc, void *ud) {
+static void async_fn(zkr_mutex *lock, int rc, void *ud) {
   struct async *a = ud;
   (void)lock;
   pthread_mutex_lock(&a->mu);
@@ -217,7 +217,7 @@ int main(void) {
   ok(strcmp(last_recipe, "lock") == 0 && last_wait >= 0,
      "ACQUIRED: recipe \"lock\", a wait (%s)", last_recipe);
   char held_node[600];
-  zkr_mutex_node(ma, held_node, sizeof held_node);
+  zkr_hold_node(zkr_mutex_hold(ma), held_node, sizeof held_node);
   const char *held_name = strrchr(held_node, '/');
   ok(strcmp(last_path, path) == 0 && held_name &&
          strcmp(last_node, held_name + 1) == 0,
@@ -316,7 +316,7 @@ int main(void) {
 
   /* a loss: b deletes a's node (a watches its own node) */
   char node[600];
-  zkr_mutex_node(ma, node, sizeof node);
+  zkr_hold_node(zkr_mutex_hold(ma), node, sizeof node);
   is(zkr__zk_delete(admin, node, -1, zkr__deadline(5000)), ZKR_OK,
      "another client deletes a's node");
   ok(wait_cnt(&nev[ZKR_LOCK_EV_LOST], 1, 10000), "the hook is told LOST");

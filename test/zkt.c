@@ -529,7 +529,7 @@ void zkt_statelog_init(zkt_statelog *l) {
   pthread_mutex_init(&l->mu, NULL);
 }
 
-void zkt_state_fn(void *lock, zkr_lock_state st, void *ud) {
+void zkt_state_fn(zkr_hold *lock, zkr_lock_state st, void *ud) {
   zkt_statelog *l = ud;
   (void)lock;
   pthread_mutex_lock(&l->mu);

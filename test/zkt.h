@@ -99,7 +99,7 @@ typedef struct zkt_statelog {
   int lost;
 } zkt_statelog;
 void zkt_statelog_init(zkt_statelog *l);
-void zkt_state_fn(void *lock, zkr_lock_state st, void *ud);
+void zkt_state_fn(zkr_hold *lock, zkr_lock_state st, void *ud);
 int zkt_lost_seen(void *arg);
 
 /* Cancel @m's acquisition from another thread after @delay_ms: start

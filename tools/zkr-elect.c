@@ -456,10 +456,11 @@ static int terms(zkr_session *s, const char *path, char **cmd,
       return stats_end("error", exit_for(err));
     }
     dropped = 0; /* the term begins: a drop from here on ends it */
-    int64_t token = zkr_election_fencing_token(e);
+    zkr_hold *term = zkr_election_hold(e);
+    int64_t token = zkr_hold_token(term);
     char node[2048];
     if (token == 0 || !zkr_election_is_leader(e) ||
-        zkr_election_node(e, node, sizeof node) != ZKR_OK)
+        zkr_hold_node(term, node, sizeof node) != ZKR_OK)
       continue; /* lost at once: wait again */
     stats_lead(token, node);
     if (verbose)

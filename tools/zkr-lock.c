@@ -69,7 +69,7 @@ static atomic_int state_changed;
 /* The lock zkr-lock takes, whatever its kind: the mutex at PATH, one
  * side of the read-write lock at PATH (--read, --write), or one lease of
  * the semaphore at PATH (--permits). The rest of zkr-lock sees only the
- * lock_* functions below. */
+ * lock_* functions below, and the hold taken (lock_hold()). */
 static struct {
   int side;     /* 'r', 'w', or 0 */
   long permits; /* --permits N: the semaphore; 0 otherwise */
@@ -81,14 +81,22 @@ static struct {
   zkr_lease *lease[1]; /* filled by the semaphore's acquisition */
 } lk;
 
-static void on_acquired(void *lock, int rc, void *ud);
-static void on_state(void *lock, zkr_lock_state st, void *ud);
+static void acquired(int rc);
+static void on_state(zkr_hold *h, zkr_lock_state st, void *ud);
+
+static void on_mutex_acquired(zkr_mutex *m, int rc, void *ud) {
+  (void)m;
+  (void)ud;
+  acquired(rc);
+}
 
 static void on_sem_acquired(zkr_semaphore *sem, int rc, zkr_lease **leases,
                             int n, void *ud) {
+  (void)sem;
   (void)leases;
   (void)n;
-  on_acquired(sem, rc, ud);
+  (void)ud;
+  acquired(rc);
 }
 
 /* The options: the contender id and the state callback. ZKR_EINVAL: the
@@ -143,7 +151,7 @@ static int lock_acquire_async(int64_t timeout_ms) {
   if (lk.sem)
     return zkr_semaphore_acquire_async(lk.sem, 1, timeout_ms, lk.lease,
                                        on_sem_acquired, NULL);
-  return zkr_mutex_acquire_async(lk.m, timeout_ms, on_acquired, NULL);
+  return zkr_mutex_acquire_async(lk.m, timeout_ms, on_mutex_acquired, NULL);
 }
 
 static void lock_cancel(void) {
@@ -169,18 +177,9 @@ static const char *lock_waiting(char *buf, size_t len) {
   return buf;
 }
 
-static int64_t lock_token(void) {
-  return lk.sem ? zkr_lease_fencing_token(lk.lease[0])
-                : zkr_mutex_fencing_token(lk.m);
-}
-
-static int lock_node(char *buf, size_t len) {
-  return lk.sem ? zkr_lease_node(lk.lease[0], buf, len)
-                : zkr_mutex_node(lk.m, buf, len);
-}
-
-static zkr_lock_state lock_state(void) {
-  return lk.sem ? zkr_lease_state_get(lk.lease[0]) : zkr_mutex_state_get(lk.m);
+/* The hold taken: its token, node and state (NULL: none). */
+static zkr_hold *lock_hold(void) {
+  return lk.sem ? zkr_lease_hold(lk.lease[0]) : zkr_mutex_hold(lk.m);
 }
 
 static int lock_release(void) {
@@ -326,16 +325,14 @@ static int stats_end(const char *outcome, int code) {
   return code;
 }
 
-static void on_acquired(void *lock, int rc, void *ud) {
-  (void)lock;
-  (void)ud;
+static void acquired(int rc) {
   acquire_rc = rc;
   acquire_done = 1;
   wake();
 }
 
-static void on_state(void *lock, zkr_lock_state st, void *ud) {
-  (void)lock;
+static void on_state(zkr_hold *h, zkr_lock_state st, void *ud) {
+  (void)h;
   (void)st;
   (void)ud;
   state_changed = 1;
@@ -356,7 +353,7 @@ static int lock_lost(pid_t group, void *ud) {
   if (!state_changed)
     return 0;
   state_changed = 0;
-  zkr_lock_state st = lock_state();
+  zkr_lock_state st = zkr_hold_state(lock_hold());
   if (st == ZKR_LOCK_LOST) {
     msg("%s %s lost while %s ran (session expired or node deleted): "
         "sending SIGTERM to its process group %ld",
@@ -577,9 +574,9 @@ int main(int argc, char **argv) {
   }
 
   stats.granted = now_ms();
-  int64_t token = lock_token();
+  int64_t token = zkr_hold_token(lock_hold());
   char node[2048];
-  lock_node(node, sizeof node);
+  zkr_hold_node(lock_hold(), node, sizeof node);
   stats.token = token;
   snprintf(stats.node, sizeof stats.node, "%s", node);
   if (verbose)
@@ -613,12 +610,13 @@ int main(int argc, char **argv) {
    * server now rather than the lock staying blocked until our session
    * expires. At most one session timeout. */
   int64_t verdict_by = now_ms() + zkr_session_timeout(s);
-  while (!lost && lock_state() == ZKR_LOCK_SUSPECT && now_ms() < verdict_by) {
+  while (!lost && zkr_hold_state(lock_hold()) == ZKR_LOCK_SUSPECT &&
+         now_ms() < verdict_by) {
     struct pollfd pf = {wake_fd(), POLLIN, 0};
     if (poll(&pf, 1, 100) > 0)
       drain(wake_fd());
   }
-  if (!lost && lock_state() == ZKR_LOCK_LOST) {
+  if (!lost && zkr_hold_state(lock_hold()) == ZKR_LOCK_LOST) {
     lost = 1;
     msg("%s %s was lost while %s ran (session expired or node deleted)",
         lk.permits ? "lease of" : "lock", path, cmd[0]);

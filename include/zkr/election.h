@@ -217,7 +217,7 @@ ZKR_EXTERN int zkr_election_opts_set_suspend(zkr_election_opts *opts,
  *       rc = zkr_election_start(e);
  *     while (rc == ZKR_OK && !*stop) {
  *       if (zkr_election_await(e, 1000) == ZKR_OK)
- *         tick(zkr_election_fencing_token(e)); // the journal refuses
+ *         tick(zkr_hold_token(zkr_election_hold(e))); // the journal refuses
  *                                              // smaller tokens
  *     }
  *     zkr_election_free(e);
@@ -316,6 +316,76 @@ ZKR_EXTERN int zkr_election_run(zkr_election *e, zkr_leader_fn fn,
 ZKR_EXTERN int zkr_election_await(zkr_election *e, int64_t timeout_ms);
 
 /**
+ * zkr_election_await_change - wait until the participant's leadership
+ * changes
+ *
+ * zkr_election_await_change() waits until the participant starts or stops
+ * leading (any change the listener would be told of, and a loss that the
+ * session clock finds first), or until @timeout_ms passes (0: do not wait;
+ * negative: no deadline). A scheduler that must stop at once when it stops
+ * leading runs its work on one thread and waits here on another, with no
+ * lock or condition variable of its own; then zkr_election_is_leader() says
+ * which way it changed.
+ *
+ * Returns:
+ *   ZKR_OK          The leadership changed.
+ *   ZKR_ETIMEDOUT   It did not change before the deadline.
+ *   ZKR_ECLOSED     The session is closed and the participant does not lead:
+ *                   no change can come.
+ *   ZKR_EINVAL      @e is NULL.
+ *   ZKR_EDEADLK     Called from a zkr callback with a non-zero timeout.
+ *
+ * Thread safety:
+ * Any thread but a zkr callback's (with a non-zero timeout).
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   // Wait for the end of this term (or of the time given).
+ *   int until_not_leading(zkr_election *e, int64_t ms) {
+ *     int rc = ZKR_OK;
+ *     while (zkr_election_is_leader(e) && rc == ZKR_OK)
+ *       rc = zkr_election_await_change(e, ms);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_election_await(), zkr_election_is_leader(),
+ *   zkr_election_opts_set_listener()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_election_await_change(zkr_election *e, int64_t timeout_ms);
+
+/**
+ * zkr_election_hold - the hold of the current term
+ *
+ * zkr_election_hold() returns the hold of the participant's current term of
+ * leadership while it leads: the fencing token of its node, the node, the
+ * state and the guarded writes, through the zkr_hold_* functions
+ * (zkr_hold_token(), zkr_hold_node(), zkr_hold_state(),
+ * zkr_hold_guarded_multi(), zkr_hold_guarded_set()), as for a mutex's
+ * (zkr_mutex_hold()) or a lease's (zkr_lease_hold()).
+ *
+ * Each term has its own hold. A term's hold stays valid after the term ends,
+ * until zkr_election_free(), and reports ZKR_LOCK_LOST (token 0, guarded
+ * writes refused with ZKR_ELOCKLOST) from then on, also once the participant
+ * leads again: a late write of an old term can never pass for the new
+ * term's. Do not free it.
+ *
+ * Returns:
+ * The current term's hold, or NULL when the participant does not lead (or
+ * @e is NULL, or memory ran out).
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback; it does not block.
+ *
+ * See also: zkr_hold_token(), zkr_election_is_leader(), zkr_mutex_hold()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN zkr_hold *zkr_election_hold(zkr_election *e);
+
+/**
  * zkr_election_is_leader - does the participant lead now?
  *
  * zkr_election_is_leader() tells whether the participant leads now: its
@@ -394,102 +464,8 @@ ZKR_EXTERN int zkr_election_resign(zkr_election *e);
  */
 ZKR_EXTERN void zkr_election_free(zkr_election *e);
 
-/**
- * zkr_election_fencing_token - the leader's fencing token
- *
- * zkr_election_fencing_token() returns the czxid of the participant's node
- * while it leads: larger for every later leader. Give it with every write
- * to what the leader controls, and let that refuse smaller tokens.
- *
- * Returns:
- * The token while leading (under ZKR_ELECTION_SUSPEND_KEEP that includes
- * while suspended, when zkr_election_is_leader() still returns 1); 0
- * otherwise or if @e is NULL.
- *
- * Thread safety:
- * Any thread.
- *
- * See also: zkr_election_guarded_multi()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int64_t zkr_election_fencing_token(const zkr_election *e);
-
-/**
- * zkr_election_node - the path of the leader's node
- *
- * zkr_election_node() copies the full path of the participant's node into
- * @buf of @len bytes while it leads.
- *
- * Returns:
- *   ZKR_OK        Copied.
- *   ZKR_ENOTHELD  It does not lead (under ZKR_ELECTION_SUSPEND_DROP, also
- *                 while suspended); @buf is set to "".
- *   ZKR_EINVAL    @e or @buf is NULL, or @len is 0.
- *
- * Thread safety:
- * Any thread.
- *
- * See also: zkr_election_fencing_token()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_election_node(const zkr_election *e, char *buf, size_t len);
-
 struct zoo_op;
 struct zoo_op_result;
-
-/**
- * zkr_election_guarded_multi - write only while leading
- *
- * zkr_election_guarded_multi() runs @ops (@count of them) as one
- * transaction with a check of the leader's node in front, as
- * zkr_mutex_guarded_multi() does: they commit only while that node exists.
- *
- * While the participant's connection is down, and after a reconnection
- * until its node is confirmed, nothing is sent and ZKR_ENOTHELD is
- * returned, also under ZKR_ELECTION_SUSPEND_KEEP where
- * zkr_election_is_leader() still returns 1 (as the mutex's guarded writes
- * in ZKR_LOCK_SUSPECT): try again once the connection is back.
- *
- * Returns:
- * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the node is found gone,
- * ZKR_ENOTHELD when the participant does not lead or is suspended.
- *
- * Thread safety:
- * Any thread except a zkr callback.
- *
- * See also: zkr_election_guarded_set()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_election_guarded_multi(zkr_election *e, int count,
-                                          const struct zoo_op *ops,
-                                          struct zoo_op_result *results,
-                                          int64_t timeout_ms);
-
-/**
- * zkr_election_guarded_set - set a node's data only while leading
- *
- * zkr_election_guarded_set() sets the data of @path in one transaction with
- * a check of the leader's node, as zkr_mutex_guarded_set() does.
- *
- * Suspended, it sends nothing, as zkr_election_guarded_multi().
- *
- * Returns:
- * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the node is found gone,
- * ZKR_ENOTHELD when the participant does not lead or is suspended.
- *
- * Thread safety:
- * Any thread except a zkr callback.
- *
- * See also: zkr_election_guarded_multi()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_election_guarded_set(zkr_election *e, const char *path,
-                                        const char *data, int datalen,
-                                        int version, int64_t timeout_ms);
 
 /**
  * zkr_election_participants - list an election's participants in order

@@ -1,13 +1,14 @@
 /*
  * zkr -- ZooKeeper recipes for C.
  * lock.h: what every recipe shares: the state of a held lock, lease or
- * leadership, the callback types, and the participants of a queue.
+ * leadership, the hold (zkr_hold: the fencing token, the node, the state
+ * and the guarded writes of one hold, whatever the recipe), the callback
+ * types, and the participants of a queue.
  *
- * Every recipe object (zkr_mutex today; the read-write lock's halves, the
- * semaphore's leases and the election's participant as they come) goes
- * through the same states and reports them through the same callback
- * types, whose first argument is the recipe object they were registered
- * on, passed as a void pointer.
+ * A mutex (and each half of a read-write lock), a semaphore's lease and a
+ * leader's term are holds: zkr_mutex_hold(), zkr_lease_hold() and
+ * zkr_election_hold() give the zkr_hold of each, and the zkr_hold_*
+ * functions below work on any of them.
  *
  * THREAD SAFETY: every function declared here is thread-safe.
  */
@@ -34,22 +35,32 @@ typedef enum zkr_lock_state {
 } zkr_lock_state;
 
 /**
- * Called when what a recipe object holds changes state (HELD, SUSPECT,
- * LOST), on the session's event thread, once per change and in order.
- * @lock is the recipe object the callback was set on (for a mutex, its
- * zkr_mutex *), @state the new state.
+ * One hold: a mutex's (or a read-write lock half's) from its acquisition
+ * to its release, a semaphore lease's from its acquisition to its
+ * release, a leader's for one term. Given by zkr_mutex_hold(),
+ * zkr_lease_hold() and zkr_election_hold(); owned by the recipe object,
+ * never freed by the caller.
  */
-typedef void (*zkr_lock_state_fn)(void *lock, zkr_lock_state state,
+typedef struct zkr_hold zkr_hold;
+typedef struct zkr_mutex zkr_mutex;
+
+/**
+ * Called when a hold changes state (HELD, SUSPECT, LOST), on the session's
+ * event thread, once per change and in order. @hold is the hold that
+ * changed (zkr_mutex_hold() of the mutex, zkr_lease_hold() of the lease
+ * the callback was set for), @state its new state.
+ */
+typedef void (*zkr_lock_state_fn)(zkr_hold *hold, zkr_lock_state state,
                                   void *user_data);
 
 /**
- * Called exactly once with the result of an asynchronous acquisition, on
- * the session's event thread (once the session is closed, on the thread
- * that closed it): @lock is the recipe object (for a mutex, its
- * zkr_mutex *), @rc ZKR_OK (held) or an error code as listed for the
- * recipe's blocking acquire. Not called if the object is freed first.
+ * Called exactly once with the result of an asynchronous acquisition of a
+ * mutex (or of a read-write lock's half), on the session's event thread
+ * (once the session is closed, on the thread that closed it): @m is the
+ * mutex, @rc ZKR_OK (held) or an error code as listed for
+ * zkr_mutex_acquire(). Not called if the mutex is freed first.
  */
-typedef void (*zkr_acquire_fn)(void *lock, int rc, void *user_data);
+typedef void (*zkr_acquire_fn)(zkr_mutex *m, int rc, void *user_data);
 
 /** One contender in a queue (a lock's, an election's). */
 typedef struct zkr_participant {
@@ -64,6 +75,305 @@ typedef struct zkr_participant {
   char *data;         /**< the node's data: "host=H pid=P id=I" for zkr
                            nodes, whatever another library stored else */
 } zkr_participant;
+
+/**
+ * zkr_hold_token - the fencing token of a hold
+ *
+ * zkr_hold_token() returns the fencing token of @h: the czxid of its node,
+ * the ZooKeeper transaction id that created it. Tokens only grow across the
+ * ensemble's whole history, so every later hold of the same lock, lease or
+ * leadership has a larger one. Send it with every write to a resource that can
+ * remember the largest token it has seen and refuse smaller ones: a holder
+ * paused past its session timeout, whose hold has passed to another, is then
+ * refused, however late its write arrives.
+ *
+ * The token is that of the hold @h stands for, while it lasts: while it is
+ * ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT. It is 0 once the hold is lost or
+ * released, and for a leadership's earlier term.
+ *
+ * Returns:
+ * The token (positive), or 0 when @h does not hold or is NULL.
+ *
+ * Thread safety:
+ * zkr_hold_token() does not block (it takes internal locks briefly) and may be
+ * called from any thread and from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdint.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // The client side: every write to the storage service carries the
+ *   // token. A service that has seen a larger token refuses the write.
+ *   int send_write(const char *key, const char *value, int64_t token);
+ *
+ *   int store(zkr_mutex *m, const char *key, const char *value) {
+ *     int64_t token = zkr_hold_token(zkr_mutex_hold(m));
+ *     if (token == 0)
+ *       return ZKR_ENOTHELD;
+ *     return send_write(key, value, token);
+ *   }
+ *
+ *   // The service side: an UPDATE that applies only with a token at least as
+ *   // large as the last one accepted for the row, e.g. in SQL:
+ *   //   UPDATE stock SET qty = ?, fence = ? WHERE item = ? AND fence <= ?
+ *   // A result of 0 rows means a newer holder has written since: refuse.
+ *
+ * See also: zkr_hold_guarded_multi(), zkr_hold_state(), zkr_mutex_hold(),
+ *   zkr_lease_hold(), zkr_election_hold()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int64_t zkr_hold_token(const zkr_hold *h);
+
+/**
+ * zkr_hold_node - the path of a hold's node
+ *
+ * zkr_hold_node() copies the full path of the node that @h holds into @buf, a
+ * buffer of @len bytes, for example
+ *
+ *     /locks/job/_c_2f1c9a0e-8d5b-4c1e-9a57-0b6d3e2f4a11-lock-0000000042
+ *
+ * The path is relative to the chroot of the session's connection string, like
+ * the recipe's path. The result is always NUL-terminated, and silently
+ * truncated if @len is too small; 1082 bytes are always enough (a path of at
+ * most 1024 bytes, "/leases/" or a "/", a node name of at most 56 bytes and
+ * the NUL).
+ *
+ * The node exists while the hold lasts, in states ZKR_LOCK_HELD and
+ * ZKR_LOCK_SUSPECT. Its sequence number is the contender's place in the queue,
+ * and its czxid is the fencing token (zkr_hold_token()). Do not change or
+ * delete the node: give the hold up through its recipe (zkr_mutex_release(),
+ * zkr_lease_release(), zkr_election_resign()).
+ *
+ * Returns:
+ *   ZKR_OK        @buf holds the path.
+ *   ZKR_ENOTHELD  @h does not hold (lost, released, an earlier term) or is
+ *                 NULL (what zkr_mutex_hold() gives when not held); @buf
+ *                 holds the empty string.
+ *   ZKR_EINVAL    @buf is NULL, or @len is 0.
+ *
+ * Thread safety:
+ * zkr_hold_node() does not block (it takes internal locks briefly) and may be
+ * called from any thread and from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void log_holder(zkr_hold *h) {
+ *     char node[1082];
+ *     if (zkr_hold_node(h, node, sizeof node) == ZKR_OK)
+ *       printf("holding %s (token %lld)\n", node,
+ *              (long long)zkr_hold_token(h));
+ *   }
+ *
+ * See also: zkr_hold_token(), zkr_mutex_participants()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_hold_node(const zkr_hold *h, char *buf, size_t len);
+
+/**
+ * zkr_hold_state - the state of a hold
+ *
+ * zkr_hold_state() returns the state of the hold @h: ZKR_LOCK_HELD,
+ * ZKR_LOCK_SUSPECT (the connection dropped: the hold may be lost, stop
+ * touching the resource), or ZKR_LOCK_LOST (the session was lost or the node
+ * deleted; for a leadership, also any earlier term). A released hold, and
+ * NULL, give ZKR_LOCK_UNLOCKED.
+ *
+ * The call first applies the session clock (see
+ * zkr_session_opts_set_lost_fraction()): a holder that was paused past the
+ * point where the session may have expired sees ZKR_LOCK_LOST at once.
+ *
+ * Returns:
+ * The state.
+ *
+ * Thread safety:
+ * zkr_hold_state() does not block and may be called from any thread and from
+ * zkr callbacks.
+ *
+ * See also: zkr_hold_token(), zkr_mutex_state_get(), zkr_lock_state_name()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN zkr_lock_state zkr_hold_state(const zkr_hold *h);
+
+struct zoo_op;
+struct zoo_op_result;
+/**
+ * zkr_hold_guarded_multi - a ZooKeeper transaction that commits only while a
+ * hold lasts
+ *
+ * zkr_hold_guarded_multi() runs the caller's ZooKeeper operations @ops as one
+ * transaction (a multi-op) that also checks that the node of the hold @h still
+ * exists. The check is made by the ensemble, atomically with the operations: if
+ * the node is gone because the session expired or someone deleted it, none of
+ * the operations is applied. So a holder that was paused past its session
+ * timeout, and whose lock, lease or leadership has passed to another, cannot
+ * overwrite the other's work, however late its request arrives.
+ *
+ * @ops is an array of @count operations (1 to 1000), type `zoo_op_t` from
+ * `<zookeeper.h>`, built with zoo_create_op_init(), zoo_delete_op_init(),
+ * zoo_set_op_init() and zoo_check_op_init(). Their paths are relative to the
+ * chroot of the session's connection string. The strings and buffers they point
+ * to must stay valid until the call returns. `<zkr/zkr.h>` does not include
+ * `<zookeeper.h>`; a program that does needs the ZooKeeper client's header
+ * directory (@{-I/usr/include/zookeeper} on Debian) and, for the
+ * zoo_*_op_init() functions, its library (@{-lzookeeper_mt}).
+ *
+ * @results is an array of @count results; when the server has answered (the
+ * call returned ZKR_OK, or one of the caller's operations failed), it is filled
+ * as zoo_multi() fills it, for the caller's operations only.
+ *
+ * The call first applies the session clock (see
+ * zkr_session_opts_set_lost_fraction()), then checks that @h holds, in state
+ * ZKR_LOCK_HELD; in any other state, including ZKR_LOCK_SUSPECT, nothing is
+ * sent. The transaction is not sent again after a connection loss, because its
+ * outcome is then unknown: the caller must find out (by reading the data)
+ * whether it was applied. If the connection is down when the call is made, it
+ * waits for it to come back, within @timeout_ms (negative: no limit).
+ *
+ * Whatever the outcome, a transaction that was applied was applied while the
+ * node of @h existed: an unknown outcome never means a write without the hold.
+ *
+ * The call blocks, so it must not be called from a zkr callback: there it
+ * returns ZKR_EDEADLK at once.
+ *
+ * Returns:
+ *   ZKR_OK            The transaction committed: every operation was applied.
+ *   ZKR_ELOCKLOST     @h is ZKR_LOCK_LOST or an earlier term (nothing was
+ *                     sent), or the server found its node gone (nothing was
+ *                     applied, and @h becomes ZKR_LOCK_LOST).
+ *   ZKR_ENOTHELD      @h was released, is ZKR_LOCK_SUSPECT, or is NULL (what
+ *                     zkr_mutex_hold() gives when not held); nothing was
+ *                     sent.
+ *   ZKR_EBADVERSION, ZKR_ENONODE, ZKR_EEXISTS, ZKR_ENOTEMPTY, ZKR_ENOAUTH,
+ *   ZKR_EZK
+ *                     One of the caller's operations failed (the code is that
+ *                     of the first one to fail; see @results for each); nothing
+ *                     was applied.
+ *   ZKR_ECONNLOSS     The connection dropped after the transaction was sent: it
+ *                     may or may not have been applied.
+ *   ZKR_ETIMEDOUT     @timeout_ms passed, waiting for the connection or for the
+ *                     answer; if the transaction had been sent, it may or may
+ *                     not have been applied.
+ *   ZKR_ECLOSED       The session is closed, or was closed while the
+ *                     transaction was in flight (then it may or may not have
+ *                     been applied).
+ *   ZKR_ESESSIONLOST  The session was lost: while waiting for the connection,
+ *                     with renewal off (nothing was applied), or while the
+ *                     transaction was in flight (it may or may not have been
+ *                     applied).
+ *   ZKR_EDEADLK       Called from a zkr callback; nothing was sent.
+ *   ZKR_EINVAL        @ops or @results is NULL, or @count is outside 1..1000.
+ *   ZKR_ENOMEM        Out of memory; nothing was sent.
+ *
+ * Thread safety:
+ * Any thread but a zkr callback's.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <string.h>
+ *   #include <zookeeper.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Publish a new configuration and append it to a history, both or
+ *   // neither, and only while we hold the lock.
+ *   int publish(zkr_mutex *m, const char *config) {
+ *     char created[256];
+ *     zoo_op_t ops[2];
+ *     zoo_op_result_t results[2];
+ *     int len = (int)strlen(config);
+ *     zoo_set_op_init(&ops[0], "/app/config", config, len, -1, NULL);
+ *     zoo_create_op_init(&ops[1], "/app/history/v-", config, len,
+ *                        &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT_SEQUENTIAL,
+ *                        created, sizeof created);
+ *     int rc = zkr_hold_guarded_multi(zkr_mutex_hold(m), 2, ops, results,
+ *                                     10000);
+ *     if (rc == ZKR_OK)
+ *       printf("published as %s\n", created);
+ *     else if (rc == ZKR_ELOCKLOST)
+ *       fprintf(stderr, "lock lost: not published\n");
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_hold_guarded_set(), zkr_hold_token(), zkr_hold_state()
+ *
+ * Since: 0.1.0
+ * Synopsis: #include <zookeeper.h>
+ */
+ZKR_EXTERN int zkr_hold_guarded_multi(zkr_hold *h, int count,
+                                      const struct zoo_op *ops,
+                                      struct zoo_op_result *results,
+                                      int64_t timeout_ms);
+
+/**
+ * zkr_hold_guarded_set - set a node's data only while a hold lasts
+ *
+ * zkr_hold_guarded_set() sets the data of the node @path to the @datalen bytes
+ * at @data, in one transaction with a check that the node of the hold @h still
+ * exists, so the write is applied only while @h holds. It is the common case of
+ * zkr_hold_guarded_multi(), which describes the guarantee, the checks made
+ * before sending, and the handling of connection losses.
+ *
+ * @path is an existing node, relative to the chroot of the session's connection
+ * string. A @datalen of 0 sets empty data, -1 sets null data (then @data may be
+ * NULL). @version is the version the node must have, as read with its data, or
+ * -1 for any version; a version turns the write into a compare-and-set, which
+ * also protects against a read that was stale. @timeout_ms bounds the call
+ * (negative: no limit).
+ *
+ * The call blocks, so it must not be called from a zkr callback.
+ *
+ * Returns:
+ *   ZKR_OK           The data was set.
+ *   ZKR_ELOCKLOST    @h is ZKR_LOCK_LOST or an earlier term (nothing was
+ *                    sent), or its node was found gone (nothing was written,
+ *                    and @h becomes ZKR_LOCK_LOST).
+ *   ZKR_ENOTHELD     @h was released, is ZKR_LOCK_SUSPECT or is NULL; nothing
+ *                    was sent.
+ *   ZKR_ENONODE      @path does not exist.
+ *   ZKR_EBADVERSION  The node's version is not @version.
+ *   ZKR_ENOAUTH      The node's ACL does not allow this session to write it.
+ *   ZKR_ECONNLOSS, ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST
+ *                    As for zkr_hold_guarded_multi(): the write may not have
+ *                    been sent, or may have been applied (under the hold) with
+ *                    its answer lost.
+ *   ZKR_EDEADLK      Called from a zkr callback; nothing was sent.
+ *   ZKR_EBADPATH     @path is not a valid znode path.
+ *   ZKR_EINVAL       @path is NULL, @datalen is below -1, or @data is NULL
+ *                    with a positive @datalen.
+ *   ZKR_EZK          ZooKeeper refused the write for another reason.
+ *   ZKR_ENOMEM       Out of memory; nothing was sent.
+ *
+ * Thread safety:
+ * Any thread but a zkr callback's.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <time.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Record when the job last completed, unless the lock was lost.
+ *   int mark_done(zkr_mutex *m) {
+ *     char when[32];
+ *     int n = snprintf(when, sizeof when, "%lld", (long long)time(NULL));
+ *     int rc = zkr_hold_guarded_set(zkr_mutex_hold(m),
+ *                                   "/jobs/cleanup/last-run", when, n, -1,
+ *                                   5000);
+ *     if (rc != ZKR_OK)
+ *       fprintf(stderr, "not recorded: %s\n", zkr_strerror(rc));
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_hold_guarded_multi(), zkr_hold_token()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_hold_guarded_set(zkr_hold *h, const char *path,
+                                    const char *data, int datalen, int version,
+                                    int64_t timeout_ms);
 
 /**
  * zkr_participants_free - free a list of lock contenders

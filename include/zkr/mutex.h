@@ -12,7 +12,7 @@
  *
  * THREAD SAFETY: a zkr_mutex is used by one thread at a time, except
  * zkr_mutex_cancel(), zkr_mutex_state_get(), zkr_mutex_is_held(),
- * zkr_mutex_hold_count(), zkr_mutex_fencing_token() and zkr_mutex_node(),
+ * zkr_mutex_hold_count(), zkr_hold_token() and zkr_hold_node(),
  * which any thread may call at any time (but not after, or concurrently
  * with, zkr_mutex_free()). Many mutex objects, on one or many paths,
  * may share one session, and each thread may use its own. Callbacks run on
@@ -200,7 +200,7 @@ ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
  * a script deletes it, or a tool revokes the lock that way. ZooKeeper then
  * gives the lock to the next contender at once, while the old holder still
  * believes it holds it. Without the option, the holder learns of the deletion
- * only at its next guarded write (zkr_mutex_guarded_multi() returns
+ * only at its next guarded write (zkr_hold_guarded_multi() returns
  * ZKR_ELOCKLOST) or when the lock node is checked after a reconnection. With
  * the option, the mutex sets an `exists` watch on its node as soon as an
  * acquisition succeeds; when the node is deleted the state becomes
@@ -229,7 +229,7 @@ ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
  * option is meant for long holds, where a deletion could otherwise go unnoticed
  * for a long time; zkr-lock(1) uses it. It does not close the gap between a
  * check and the use of the resource: use fencing tokens or guarded writes for
- * that (see zkr_mutex_fencing_token()).
+ * that (see zkr_hold_token()).
  *
  * Returns:
  *   ZKR_OK      The option is set.
@@ -259,7 +259,7 @@ ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
  *       rc = zkr_mutex_acquire(m, 60000);
  *     if (rc == ZKR_OK) {
  *       while (zkr_mutex_is_held(m) && more_steps())
- *         do_step(zkr_mutex_fencing_token(m));
+ *         do_step(zkr_hold_token(zkr_mutex_hold(m)));
  *       rc = zkr_mutex_release(m); // ZKR_ELOCKLOST if it was lost
  *     }
  *     zkr_mutex_free(m);
@@ -267,7 +267,7 @@ ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
  *   }
  *
  * See also: zkr_mutex_opts_new(), zkr_mutex_opts_set_state_fn(),
- *   zkr_mutex_state_get(), zkr_mutex_guarded_multi(), zkr-lock(1)
+ *   zkr_mutex_state_get(), zkr_hold_guarded_multi(), zkr-lock(1)
  *
  * Since: 0.1.0
  */
@@ -376,9 +376,9 @@ ZKR_EXTERN int zkr_mutex_opts_set_id(zkr_mutex_opts *opts, const char *id);
  *   static atomic_int stop_work;
  *
  *   // Runs on the session's event thread: record and return.
- *   static void on_lock_state(void *lock, zkr_lock_state state, void *ud) {
+ *   static void on_lock_state(zkr_hold *h, zkr_lock_state state, void *ud) {
  *     const char *name = ud;
- *     (void)lock; // the zkr_mutex *
+ *     (void)h; // zkr_mutex_hold() of the mutex
  *     fprintf(stderr, "%s: lock %s\n", name, zkr_lock_state_name(state));
  *     atomic_store(&stop_work, state != ZKR_LOCK_HELD);
  *   }
@@ -557,8 +557,8 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  * with the old session's node), within the same deadline; if the session is not
  * renewed (zkr_session_opts_set_renew()), it fails with ZKR_ESESSIONLOST.
  *
- * On success the state is ZKR_LOCK_HELD; zkr_mutex_fencing_token() and
- * zkr_mutex_node() describe the acquisition. Release the lock with
+ * On success the state is ZKR_LOCK_HELD; zkr_hold_token() and
+ * zkr_hold_node() describe the acquisition. Release the lock with
  * zkr_mutex_release().
  *
  * If @m already holds the lock (state ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT), a
@@ -632,8 +632,8 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  *   }
  *
  * See also: zkr_mutex_new(), zkr_mutex_acquire_async(), zkr_mutex_cancel(),
- *   zkr_mutex_release(), zkr_mutex_state_get(), zkr_mutex_fencing_token(),
- *   zkr_mutex_guarded_multi()
+ *   zkr_mutex_release(), zkr_mutex_state_get(), zkr_hold_token(),
+ *   zkr_hold_guarded_multi()
  *
  * Since: 0.1.0
  */
@@ -644,8 +644,8 @@ ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms);
  * completion callback
  *
  * zkr_mutex_acquire_async() starts an acquisition of the lock of @m and returns
- * at once. When the acquisition ends, @fn is called with @m (as the @lock
- * argument, a `void *`), the result @rc and @user_data. The acquisition is the
+ * at once. When the acquisition ends, @fn is called with @m, the result @rc
+ * and @user_data. The acquisition is the
  * one zkr_mutex_acquire() makes, with the same @timeout_ms (negative: no limit;
  * 0: try once; positive: a deadline in milliseconds), the same queue and the
  * same guarantees; no thread waits for it. A process can keep many acquisitions
@@ -698,15 +698,14 @@ ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms);
  *
  *   // Runs on the session's event thread: hand the work to a thread of
  *   // your own rather than doing it here.
- *   static void on_acquired(void *lock, int rc, void *user_data) {
- *     zkr_mutex *m = lock; // the zkr_mutex the acquisition was started on
+ *   static void on_acquired(zkr_mutex *m, int rc, void *user_data) {
  *     const char *job = user_data;
  *     if (rc != ZKR_OK) {
  *       fprintf(stderr, "%s: not acquired: %s\n", job, zkr_strerror(rc));
  *       return;
  *     }
  *     printf("%s: lock held, token %lld\n", job,
- *            (long long)zkr_mutex_fencing_token(m));
+ *            (long long)zkr_hold_token(zkr_mutex_hold(m)));
  *     // ... queue the job, which releases m when done ...
  *   }
  *
@@ -935,8 +934,8 @@ ZKR_EXTERN zkr_lock_state zkr_mutex_state_get(const zkr_mutex *m);
  * though: the process can be paused right after the check, for longer than the
  * session timeout, and then act on a lock it no longer holds. Writes that must
  * never happen under a lost lock need more than a check: a guarded write
- * (zkr_mutex_guarded_multi()) for data in ZooKeeper, or a fencing token
- * (zkr_mutex_fencing_token()) that the resource verifies.
+ * (zkr_hold_guarded_multi()) for data in ZooKeeper, or a fencing token
+ * (zkr_hold_token()) that the resource verifies.
  *
  * Returns:
  * 1 if the state is ZKR_LOCK_HELD, else 0 (also when @m is NULL).
@@ -962,8 +961,8 @@ ZKR_EXTERN zkr_lock_state zkr_mutex_state_get(const zkr_mutex *m);
  *     return ZKR_OK;
  *   }
  *
- * See also: zkr_mutex_state_get(), zkr_mutex_fencing_token(),
- *   zkr_mutex_guarded_multi()
+ * See also: zkr_mutex_state_get(), zkr_hold_token(),
+ *   zkr_hold_guarded_multi()
  *
  * Since: 0.1.0
  */
@@ -1005,113 +1004,6 @@ ZKR_EXTERN int zkr_mutex_is_held(const zkr_mutex *m);
 ZKR_EXTERN int zkr_mutex_hold_count(const zkr_mutex *m);
 
 /**
- * zkr_mutex_fencing_token - the fencing token of the current acquisition
- *
- * zkr_mutex_fencing_token() returns the fencing token of the lock @m holds: the
- * czxid of its lock node, the id of the ZooKeeper transaction that created it.
- * Transaction ids only grow over the ensemble's history, and the holders of one
- * lock hold it in the order their nodes were created, so each holder's token is
- * larger than that of every holder before it, whichever library (zkr, Curator,
- * kazoo) they use.
- *
- * A resource that many holders write to in turn can use it to refuse a holder
- * that has lost the lock without knowing it (a process paused past its session
- * timeout, say): send the token with every request, have the resource remember
- * the largest token it has accepted, and have it reject any request with a
- * smaller one. The check must be made by the resource itself, atomically with
- * the write (a conditional update in a database, a compare in the storage
- * server); checking zkr_mutex_is_held() on the client leaves a gap between the
- * check and the write.
- *
- * Nested acquisitions of a reentrant mutex share one node and so one token.
- * Each new acquisition gets a new node and a larger token.
- *
- * The token is available in states ZKR_LOCK_HELD and ZKR_LOCK_SUSPECT. Tokens
- * keep growing as long as the ensemble keeps its data; an ensemble rebuilt from
- * empty data directories starts again from small transaction ids, and resources
- * should then be told to forget the tokens they saw.
- *
- * Returns:
- * The token, a positive number; 0 if the lock is not held (including in state
- * ZKR_LOCK_LOST) or @m is NULL.
- *
- * Thread safety:
- * zkr_mutex_fencing_token() does not block (it takes internal locks briefly)
- * and may be called from any thread and from zkr callbacks.
- *
- * Example:
- *   #include <stdint.h>
- *   #include <stdio.h>
- *   #include <zkr/zkr.h>
- *
- *   // The client side: every write to the storage service carries the
- *   // token. A service that has seen a larger token refuses the write.
- *   int send_write(const char *key, const char *value, int64_t token);
- *
- *   int store(zkr_mutex *m, const char *key, const char *value) {
- *     int64_t token = zkr_mutex_fencing_token(m);
- *     if (token == 0)
- *       return ZKR_ENOTHELD;
- *     return send_write(key, value, token);
- *   }
- *
- *   // The service side: an UPDATE that applies only with a token at least as
- *   // large as the last one accepted for the row, e.g. in SQL:
- *   //   UPDATE stock SET qty = ?, fence = ? WHERE item = ? AND fence <= ?
- *   // A result of 0 rows means a newer holder has written since: refuse.
- *
- * See also: zkr_mutex_guarded_multi(), zkr_mutex_is_held(),
- *   zkr_mutex_participants()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int64_t zkr_mutex_fencing_token(const zkr_mutex *m);
-
-/**
- * zkr_mutex_node - the path of a mutex's lock node
- *
- * zkr_mutex_node() copies the full path of the lock node that @m holds into
- * @buf, a buffer of @len bytes, for example
- *
- *     /locks/job/_c_2f1c9a0e-8d5b-4c1e-9a57-0b6d3e2f4a11-lock-0000000042
- *
- * The path is relative to the chroot of the session's connection string, like
- * the lock path. The result is always NUL-terminated, and silently truncated if
- * @len is too small; 1082 bytes are always enough (a lock path of at most 1024
- * bytes, a "/", a node name of at most 56 bytes and the NUL).
- *
- * The node exists while the lock is held, in states ZKR_LOCK_HELD and
- * ZKR_LOCK_SUSPECT. Its sequence number is the contender's place in the queue,
- * and its czxid is the fencing token (zkr_mutex_fencing_token()). Do not change
- * or delete the node: to give the lock up, call zkr_mutex_release().
- *
- * Returns:
- *   ZKR_OK        @buf holds the path.
- *   ZKR_ENOTHELD  The lock is not held; @buf holds the empty string.
- *   ZKR_EINVAL    @m or @buf is NULL, or @len is 0.
- *
- * Thread safety:
- * zkr_mutex_node() does not block (it takes internal locks briefly) and may be
- * called from any thread and from zkr callbacks.
- *
- * Example:
- *   #include <stdio.h>
- *   #include <zkr/zkr.h>
- *
- *   void log_holder(const zkr_mutex *m) {
- *     char node[1082];
- *     if (zkr_mutex_node(m, node, sizeof node) == ZKR_OK)
- *       printf("holding %s (token %lld)\n", node,
- *              (long long)zkr_mutex_fencing_token(m));
- *   }
- *
- * See also: zkr_mutex_fencing_token(), zkr_mutex_participants()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_mutex_node(const zkr_mutex *m, char *buf, size_t len);
-
-/**
  * zkr_mutex_waiters_ahead - how many contenders are ahead of a waiting
  * acquisition
  *
@@ -1139,182 +1031,50 @@ ZKR_EXTERN int zkr_mutex_node(const zkr_mutex *m, char *buf, size_t len);
  */
 ZKR_EXTERN int zkr_mutex_waiters_ahead(const zkr_mutex *m);
 
-struct zoo_op;
-struct zoo_op_result;
 /**
- * zkr_mutex_guarded_multi - a ZooKeeper transaction that commits only while the
- * lock is held
+ * zkr_mutex_hold - the hold of a held mutex
  *
- * zkr_mutex_guarded_multi() runs the caller's ZooKeeper operations @ops as one
- * transaction (a multi-op) that also checks that the lock node of @m still
- * exists. The check is made by the ensemble, atomically with the operations: if
- * the node is gone because the session expired or someone deleted it, none of
- * the operations is applied. So a holder that was paused past its session
- * timeout, and whose lock has passed to another contender, cannot overwrite
- * that contender's work, however late its request arrives.
+ * zkr_mutex_hold() returns the hold of @m while @m holds the lock (states
+ * ZKR_LOCK_HELD and ZKR_LOCK_SUSPECT) and after it lost it until it is
+ * released (ZKR_LOCK_LOST): the fencing token, the node, the state and the
+ * guarded writes of this acquisition, through the zkr_hold_* functions
+ * (zkr_hold_token(), zkr_hold_node(), zkr_hold_state(),
+ * zkr_hold_guarded_multi(), zkr_hold_guarded_set()). It is the same for every
+ * recipe: a semaphore's lease and a leader's term give theirs with
+ * zkr_lease_hold() and zkr_election_hold().
  *
- * @ops is an array of @count operations (1 to 1000), type `zoo_op_t` from
- * `<zookeeper.h>`, built with zoo_create_op_init(), zoo_delete_op_init(),
- * zoo_set_op_init() and zoo_check_op_init(). Their paths are relative to the
- * chroot of the session's connection string. The strings and buffers they point
- * to must stay valid until the call returns. `<zkr/zkr.h>` does not include
- * `<zookeeper.h>`; a program that does needs the ZooKeeper client's header
- * directory (@{-I/usr/include/zookeeper} on Debian) and, for the
- * zoo_*_op_init() functions, its library (@{-lzookeeper_mt}).
- *
- * @results is an array of @count results; when the server has answered (the
- * call returned ZKR_OK, or one of the caller's operations failed), it is filled
- * as zoo_multi() fills it, for the caller's operations only.
- *
- * The call first applies the session clock (see
- * zkr_session_opts_set_lost_fraction()), then checks that the lock is held, in
- * state ZKR_LOCK_HELD; in any other state, including ZKR_LOCK_SUSPECT, nothing
- * is sent. The transaction is
- * not sent again after a connection loss, because its outcome is then unknown:
- * the caller must find out (by reading the data) whether it was applied. If the
- * connection is down when the call is made, it waits for it to come back,
- * within @timeout_ms (negative: no limit).
- *
- * Whatever the outcome, a transaction that was applied was applied while the
- * lock node existed: an unknown outcome never means a write without the lock.
- *
- * The call blocks, so it must not be called from a zkr callback: there it
- * returns ZKR_EDEADLK at once.
+ * The hold belongs to @m: do not free it. It stands for this acquisition
+ * until zkr_mutex_release() gives it up (the last release of a reentrant
+ * lock); after that it reports ZKR_LOCK_UNLOCKED, token 0, and its guarded
+ * writes send nothing. Each half of a read-write lock is a zkr_mutex and has
+ * its hold.
  *
  * Returns:
- *   ZKR_OK            The transaction committed: every operation was applied.
- *   ZKR_ELOCKLOST     The lock is ZKR_LOCK_LOST (nothing was sent), or the
- *                     server found the lock node gone (nothing was applied,
- *                     and the state of @m becomes ZKR_LOCK_LOST).
- *   ZKR_ENOTHELD      The lock is not held (never acquired, released, still
- *                     acquiring) or is ZKR_LOCK_SUSPECT; nothing was sent.
- *   ZKR_EBADVERSION, ZKR_ENONODE, ZKR_EEXISTS, ZKR_ENOTEMPTY, ZKR_ENOAUTH,
- *   ZKR_EZK
- *                     One of the caller's operations failed (the code is that
- *                     of the first one to fail; see @results for each); nothing
- *                     was applied.
- *   ZKR_ECONNLOSS     The connection dropped after the transaction was sent: it
- *                     may or may not have been applied.
- *   ZKR_ETIMEDOUT     @timeout_ms passed, waiting for the connection or for the
- *                     answer; if the transaction had been sent, it may or may
- *                     not have been applied.
- *   ZKR_ECLOSED       The session is closed, or was closed while the
- *                     transaction was in flight (then it may or may not have
- *                     been applied).
- *   ZKR_ESESSIONLOST  The session was lost: while waiting for the connection,
- *                     with renewal off (nothing was applied), or while the
- *                     transaction was in flight (it may or may not have been
- *                     applied).
- *   ZKR_EDEADLK       Called from a zkr callback; nothing was sent.
- *   ZKR_EINVAL        @m, @ops or @results is NULL, or @count is outside
- *                     1..1000.
- *   ZKR_ENOMEM        Out of memory; nothing was sent.
+ * The hold, or NULL when @m does not hold the lock (never acquired,
+ * acquiring, released) or @m is NULL. The zkr_hold_* functions take NULL as
+ * a hold that does not hold (token 0, ZKR_ENOTHELD).
  *
  * Thread safety:
- * Call it from the thread that uses @m, not from zkr callbacks.
+ * zkr_mutex_hold() does not block (it takes internal locks briefly) and may be
+ * called from any thread and from zkr callbacks.
  *
  * Example:
  *   #include <stdio.h>
- *   #include <string.h>
- *   #include <zookeeper.h>
  *   #include <zkr/zkr.h>
  *
- *   // Publish a new configuration and append it to a history, both or
- *   // neither, and only while we hold the lock.
- *   int publish(zkr_mutex *m, const char *config) {
- *     char created[256];
- *     zoo_op_t ops[2];
- *     zoo_op_result_t results[2];
- *     int len = (int)strlen(config);
- *     zoo_set_op_init(&ops[0], "/app/config", config, len, -1, NULL);
- *     zoo_create_op_init(&ops[1], "/app/history/v-", config, len,
- *                        &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT_SEQUENTIAL,
- *                        created, sizeof created);
- *     int rc = zkr_mutex_guarded_multi(m, 2, ops, results, 10000);
- *     if (rc == ZKR_OK)
- *       printf("published as %s\n", created);
- *     else if (rc == ZKR_ELOCKLOST)
- *       fprintf(stderr, "lock lost: not published\n");
- *     return rc;
+ *   // Write the job's result only while the lock is held.
+ *   int finish(zkr_mutex *m, const char *result, int len) {
+ *     zkr_hold *h = zkr_mutex_hold(m);
+ *     printf("token %lld\n", (long long)zkr_hold_token(h));
+ *     return zkr_hold_guarded_set(h, "/jobs/rebuild/result", result, len, -1,
+ *                                 5000);
  *   }
  *
- * See also: zkr_mutex_guarded_set(), zkr_mutex_fencing_token(),
- *   zkr_mutex_is_held(), zkr_mutex_acquire()
- *
- * Since: 0.1.0
- * Synopsis: #include <zookeeper.h>
- */
-ZKR_EXTERN int zkr_mutex_guarded_multi(zkr_mutex *m, int count,
-                                       const struct zoo_op *ops,
-                                       struct zoo_op_result *results,
-                                       int64_t timeout_ms);
-
-/**
- * zkr_mutex_guarded_set - set a node's data only while the lock is held
- *
- * zkr_mutex_guarded_set() sets the data of the node @path to the @datalen bytes
- * at @data, in one transaction with a check that the lock node of @m still
- * exists, so the write is applied only while the lock is held. It is the common
- * case of zkr_mutex_guarded_multi(), which describes the guarantee, the checks
- * made before sending, and the handling of connection losses.
- *
- * @path is an existing node, relative to the chroot of the session's connection
- * string. A @datalen of 0 sets empty data, -1 sets null data (then @data may be
- * NULL). @version is the version the node must have, as read with its data, or
- * -1 for any version; a version turns the write into a compare-and-set, which
- * also protects against a read that was stale. @timeout_ms bounds the call
- * (negative: no limit).
- *
- * The call blocks, so it must not be called from a zkr callback.
- *
- * Returns:
- *   ZKR_OK           The data was set.
- *   ZKR_ELOCKLOST    The lock is ZKR_LOCK_LOST (nothing was sent), or the
- *                    lock node was found gone (nothing was written, and the
- *                    state becomes ZKR_LOCK_LOST).
- *   ZKR_ENOTHELD     The lock is not held or is ZKR_LOCK_SUSPECT; nothing was
- *                    sent.
- *   ZKR_ENONODE      @path does not exist.
- *   ZKR_EBADVERSION  The node's version is not @version.
- *   ZKR_ENOAUTH      The node's ACL does not allow this session to write it.
- *   ZKR_ECONNLOSS, ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST
- *                    As for zkr_mutex_guarded_multi(): the write may not have
- *                    been sent, or may have been applied (under the lock) with
- *                    its answer lost.
- *   ZKR_EDEADLK      Called from a zkr callback; nothing was sent.
- *   ZKR_EBADPATH     @path is not a valid znode path.
- *   ZKR_EINVAL       @m or @path is NULL, @datalen is below -1, or @data is
- *                    NULL with a positive @datalen.
- *   ZKR_EZK          ZooKeeper refused the write for another reason.
- *   ZKR_ENOMEM       Out of memory; nothing was sent.
- *
- * Thread safety:
- * Call it from the thread that uses @m, not from zkr callbacks.
- *
- * Example:
- *   #include <stdio.h>
- *   #include <time.h>
- *   #include <zkr/zkr.h>
- *
- *   // Record when the job last completed, unless the lock was lost.
- *   int mark_done(zkr_mutex *m) {
- *     char when[32];
- *     int n = snprintf(when, sizeof when, "%lld", (long long)time(NULL));
- *     int rc = zkr_mutex_guarded_set(m, "/jobs/cleanup/last-run", when, n,
- *                                    -1, 5000);
- *     if (rc != ZKR_OK)
- *       fprintf(stderr, "not recorded: %s\n", zkr_strerror(rc));
- *     return rc;
- *   }
- *
- * See also: zkr_mutex_guarded_multi(), zkr_mutex_fencing_token(),
- *   zkr_mutex_acquire()
+ * See also: zkr_hold_token(), zkr_hold_guarded_multi(), zkr_mutex_release()
  *
  * Since: 0.1.0
  */
-ZKR_EXTERN int zkr_mutex_guarded_set(zkr_mutex *m, const char *path,
-                                     const char *data, int datalen, int version,
-                                     int64_t timeout_ms);
+ZKR_EXTERN zkr_hold *zkr_mutex_hold(zkr_mutex *m);
 
 /**
  * zkr_mutex_participants - list the contenders queued for a lock
@@ -1340,7 +1100,7 @@ ZKR_EXTERN int zkr_mutex_guarded_set(zkr_mutex *m, const char *path,
  *                by zkr_session_id() and by ZooKeeper's tools (0 for a node
  *                that is not ephemeral);
  *   @czxid       the transaction that created the node: the contender's fencing
- *                token (zkr_mutex_fencing_token());
+ *                token (zkr_hold_token());
  *   @ctime_ms    when the node was created, by the server's clock, in
  *                milliseconds since the Epoch;
  *   @data        the node's data as a NUL-terminated string: "host=@H pid=@P
@@ -1397,8 +1157,8 @@ ZKR_EXTERN int zkr_mutex_guarded_set(zkr_mutex *m, const char *path,
  *     return ZKR_OK;
  *   }
  *
- * See also: zkr_participants_free(), zkr_mutex_node(), zkr_mutex_opts_set_id(),
- *   zkr_mutex_fencing_token(), zkr_session_children(), zkr-ls(1)
+ * See also: zkr_participants_free(), zkr_hold_node(), zkr_mutex_opts_set_id(),
+ *   zkr_hold_token(), zkr_session_children(), zkr-ls(1)
  *
  * Since: 0.1.0
  * Synopsis: zkr_participant

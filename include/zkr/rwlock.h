@@ -77,7 +77,8 @@ typedef struct zkr_rwlock zkr_rwlock;
  * @path follows the rules of zkr_mutex_new(), and nothing is sent to
  * ZooKeeper before the first acquisition. @opts are mutex options made with
  * zkr_mutex_opts_new(), or NULL; both halves get them (the identifier, the
- * node watch, the state callback, whose @lock argument is the half). The
+ * node watch, the state callback, whose @hold argument is the half's hold,
+ * zkr_mutex_hold() of the half). The
  * reentrant option is ignored: both halves are always reentrant, per thread.
  *
  * The thread that holds the write half may acquire the read half: it

@@ -163,10 +163,10 @@ ZKR_EXTERN int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
  * the semaphore calls on each change of its state once it is held:
  * ZKR_LOCK_HELD, ZKR_LOCK_SUSPECT (the connection dropped: stop touching
  * the resource), ZKR_LOCK_LOST (the session is gone or the node was
- * deleted: another contender may hold the lease now). The @lock argument is
- * the `zkr_lease`. It runs on the session's event thread, in order, once
- * per change. The session clock declares a lost session before the
- * ensemble can expire it, so LOST comes before another contender can be
+ * deleted: another contender may hold the lease now). The @hold argument is
+ * the lease's hold (zkr_lease_hold()). It runs on the session's event thread,
+ * in order, once per change. The session clock declares a lost session before
+ * the ensemble can expire it, so LOST comes before another contender can be
  * granted the lease. A lease node deleted by another client is noticed
  * at once only with zkr_semaphore_opts_set_watch_node(); else by the next
  * guarded write. NULL removes it.
@@ -258,7 +258,7 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  *       return rc;
  *     rc = zkr_semaphore_acquire(sem, 1, 30000, &lease);
  *     if (rc == ZKR_OK) {
- *       rc = call(zkr_lease_fencing_token(lease));
+ *       rc = call(zkr_hold_token(zkr_lease_hold(lease)));
  *       zkr_lease_release(lease);
  *     }
  *     zkr_semaphore_free(sem);
@@ -349,7 +349,7 @@ ZKR_EXTERN void zkr_semaphore_free(zkr_semaphore *sem);
  * semaphore at once.
  *
  * See also: zkr_semaphore_acquire_async(), zkr_lease_release(),
- *   zkr_semaphore_cancel(), zkr_lease_fencing_token()
+ *   zkr_semaphore_cancel(), zkr_hold_token()
  *
  * Since: 0.1.0
  */
@@ -518,97 +518,47 @@ ZKR_EXTERN int zkr_lease_release(zkr_lease *lease);
 ZKR_EXTERN zkr_lock_state zkr_lease_state_get(const zkr_lease *lease);
 
 /**
- * zkr_lease_fencing_token - the fencing token of a lease
+ * zkr_lease_hold - the hold of a lease
  *
- * zkr_lease_fencing_token() returns the czxid of the lease's node: a number
- * that grows with every lease and lock granted on the ensemble. A resource
- * that remembers the highest token it has seen per semaphore and lease slot
- * can refuse a holder that lost its lease.
+ * zkr_lease_hold() returns the hold of @lease: its fencing token, its node,
+ * its state and its guarded writes, through the zkr_hold_* functions
+ * (zkr_hold_token(), zkr_hold_node(), zkr_hold_state(),
+ * zkr_hold_guarded_multi(), zkr_hold_guarded_set()), as for a mutex's
+ * (zkr_mutex_hold()) or a leader's (zkr_election_hold()).
+ *
+ * The hold belongs to the lease and lasts as long as it: until
+ * zkr_lease_release() (or zkr_semaphore_free()). Do not free it.
  *
  * Returns:
- * The token (positive) while the lease is held or suspect; 0 otherwise or
- * if @lease is NULL.
+ * The hold, or NULL if @lease is NULL.
  *
  * Thread safety:
- * Any thread.
+ * zkr_lease_hold() does not block and may be called from any thread and from
+ * zkr callbacks.
  *
- * See also: zkr_lease_guarded_multi(), zkr_mutex_fencing_token()
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   int call(int64_t fencing_token); // the rate-limited service
+ *
+ *   int limited_call(zkr_semaphore *sem) {
+ *     zkr_lease *lease;
+ *     int rc = zkr_semaphore_acquire(sem, 1, 10000, &lease);
+ *     if (rc == ZKR_OK) {
+ *       rc = call(zkr_hold_token(zkr_lease_hold(lease)));
+ *       zkr_lease_release(lease);
+ *     }
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_hold_token(), zkr_hold_guarded_multi(), zkr_lease_release()
  *
  * Since: 0.1.0
  */
-ZKR_EXTERN int64_t zkr_lease_fencing_token(const zkr_lease *lease);
-
-/**
- * zkr_lease_node - the path of a lease's node
- *
- * zkr_lease_node() copies the full path of the lease's node into @buf of
- * @len bytes, NUL-terminated.
- *
- * Returns:
- *   ZKR_OK        Copied.
- *   ZKR_ENOTHELD  The lease is lost.
- *   ZKR_EINVAL    @lease or @buf is NULL, or @len is 0 or too small.
- *
- * Thread safety:
- * Any thread.
- *
- * See also: zkr_lease_fencing_token()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_lease_node(const zkr_lease *lease, char *buf, size_t len);
+ZKR_EXTERN zkr_hold *zkr_lease_hold(zkr_lease *lease);
 
 struct zoo_op;
 struct zoo_op_result;
-
-/**
- * zkr_lease_guarded_multi - write only while the lease is held
- *
- * zkr_lease_guarded_multi() runs the ZooKeeper operations @ops (@count of
- * them) as one transaction with a check of the lease's node in front: they
- * commit only if the node still exists, so a holder whose lease was lost
- * cannot write. As zkr_mutex_guarded_multi() in every other respect.
- *
- * Returns:
- * As zkr_mutex_guarded_multi(): ZKR_ELOCKLOST when the lease is LOST
- * already (nothing was sent) or its node is found gone (nothing was
- * applied, and the lease is then LOST); ZKR_ENOTHELD when the lease is
- * SUSPECT (nothing was sent).
- *
- * Thread safety:
- * Any thread except a zkr callback.
- *
- * See also: zkr_lease_guarded_set(), zkr_mutex_guarded_multi()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_lease_guarded_multi(zkr_lease *lease, int count,
-                                       const struct zoo_op *ops,
-                                       struct zoo_op_result *results,
-                                       int64_t timeout_ms);
-
-/**
- * zkr_lease_guarded_set - set a node's data only while the lease is held
- *
- * zkr_lease_guarded_set() sets the data of the node at @path (@datalen
- * bytes of @data, with the expected @version or -1 for any) in one
- * transaction with a check of the lease's node, as zkr_mutex_guarded_set()
- * does for a mutex.
- *
- * Returns:
- * As zkr_mutex_guarded_set(): ZKR_ELOCKLOST when the lease is LOST
- * already or its node is found gone, ZKR_ENOTHELD when it is SUSPECT.
- *
- * Thread safety:
- * Any thread except a zkr callback.
- *
- * See also: zkr_lease_guarded_multi(), zkr_mutex_guarded_set()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_lease_guarded_set(zkr_lease *lease, const char *path,
-                                     const char *data, int datalen, int version,
-                                     int64_t timeout_ms);
 
 #ifdef __cplusplus
 }

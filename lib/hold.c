@@ -1,0 +1,125 @@
+/*
+ * The hold (see hold.h): the fencing token, the node, the state and the
+ * guarded writes of one term of a queue object, for every recipe.
+ *
+ * Owns: a term's views, guarded writes (the check op on the term's node in
+ * front of the caller's operations, in one transaction). Must not touch:
+ * the engine's internals, the recipes' objects.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hold.h"
+
+int zkr__hold_take(zkr_hold *h, zkr__queue *q) {
+  zkr__qinfo i;
+  if (!zkr__queue_info(q, &i, NULL, 0))
+    return 0;
+  h->q = q;
+  atomic_store(&h->czxid, i.czxid);
+  return 1;
+}
+
+void zkr__hold_end(zkr_hold *h) {
+  atomic_store(&h->czxid, 0);
+}
+
+/* Is @h's term the one its queue holds now? Also its node's path. */
+static int current(const zkr_hold *h, char *path, size_t len) {
+  zkr__qinfo i;
+  if (path && len > 0)
+    path[0] = '\0';
+  int64_t mine = atomic_load(&((zkr_hold *)h)->czxid);
+  if (!h->q || mine == 0 || !zkr__queue_info(h->q, &i, path, len))
+    return 0;
+  if (i.czxid == mine)
+    return 1;
+  if (path && len > 0)
+    path[0] = '\0';
+  return 0;
+}
+
+int64_t zkr_hold_token(const zkr_hold *h) {
+  return h && current(h, NULL, 0) ? atomic_load(&((zkr_hold *)h)->czxid) : 0;
+}
+
+int zkr_hold_node(const zkr_hold *h, char *buf, size_t len) {
+  if (!buf || len == 0)
+    return ZKR_EINVAL;
+  buf[0] = '\0';
+  return h && current(h, buf, len) ? ZKR_OK : ZKR_ENOTHELD;
+}
+
+zkr_lock_state zkr_hold_state(const zkr_hold *h) {
+  if (!h || !h->q || atomic_load(&((zkr_hold *)h)->czxid) == 0)
+    return ZKR_LOCK_UNLOCKED;
+  zkr__qstate st = zkr__queue_state(h->q); /* (applies the session clock) */
+  if (st == ZKR__Q_LOST || !current(h, NULL, 0))
+    return ZKR_LOCK_LOST; /* this term is over without a release */
+  return zkr__lock_state_of(st);
+}
+
+int zkr_hold_guarded_multi(zkr_hold *h, int count, const zoo_op_t *ops,
+                           zoo_op_result_t *results, int64_t timeout_ms) {
+  if (!ops || !results || count < 1 || count > 1000)
+    return ZKR_EINVAL;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  int64_t mine = h ? atomic_load(&h->czxid) : 0;
+  if (!h || !h->q || mine == 0)
+    return ZKR_ENOTHELD; /* (NULL: what a recipe gives when not holding) */
+  char node[ZKR__PATH_MAX + 64];
+  zkr__qstate st = zkr__queue_state(h->q); /* (applies the session clock) */
+  if (st == ZKR__Q_LOST || !current(h, node, sizeof node))
+    return ZKR_ELOCKLOST; /* this term is over; nothing sent */
+  if (st != ZKR__Q_HELD)
+    return ZKR_ENOTHELD; /* SUSPECT: nothing sent */
+  zoo_op_t *all = calloc((size_t)count + 1, sizeof *all);
+  zoo_op_result_t *res = calloc((size_t)count + 1, sizeof *res);
+  if (!all || !res) {
+    free(all);
+    free(res);
+    return ZKR_ENOMEM;
+  }
+  zoo_check_op_init(&all[0], node, -1);
+  memcpy(all + 1, ops, (size_t)count * sizeof *all);
+  int zrc = 0;
+  int rc = zkr__zk_multi(zkr__queue_session(h->q), count + 1, all, res,
+                         zkr__deadline(timeout_ms), &zrc);
+  if (rc == ZKR_OK || zrc != 0) {
+    memcpy(results, res + 1, (size_t)count * sizeof *res);
+    if (rc != ZKR_OK) {
+      if (res[0].err == ZNONODE) {
+        zkr__queue_mark_lost(h->q, mine);
+        rc = ZKR_ELOCKLOST;
+      } else {
+        for (int i = 1; i <= count; i++)
+          if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY) {
+            rc = zkr__from_zk(res[i].err);
+            break;
+          }
+      }
+    }
+  }
+  free(all);
+  free(res);
+  return rc;
+}
+
+int zkr_hold_guarded_set(zkr_hold *h, const char *path, const char *data,
+                         int datalen, int version, int64_t timeout_ms) {
+  if (!path)
+    return ZKR_EINVAL;
+  if (zkr__path_check(path) != ZKR_OK)
+    return ZKR_EBADPATH;
+  if (datalen < -1 || (datalen > 0 && !data))
+    return ZKR_EINVAL;
+  zoo_op_t op;
+  zoo_op_result_t r;
+  memset(&r, 0, sizeof r);
+  zoo_set_op_init(&op, path, data, datalen, version, NULL);
+  return zkr_hold_guarded_multi(h, 1, &op, &r, timeout_ms);
+}
