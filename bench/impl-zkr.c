@@ -129,7 +129,9 @@ int b_release(block *l) {
   if (l->sem) {
     zkr_lease *lease = l->lease;
     l->lease = NULL;
-    return zkr_lease_release(lease);
+    int rc = zkr_lease_release(lease);
+    zkr_lease_free(lease);
+    return rc;
   }
   return zkr_mutex_release(l->m);
 }

@@ -32,6 +32,7 @@ struct zkr_lease {
   zkr_semaphore *sem;
   zkr__queue *q;
   zkr_hold hold;          /* set when handed out */
+  int released;           /* zkr_lease_release() was called */
   struct acq *acq;        /* the acquisition it belongs to, until handed out */
   zkr_lease *prev, *next; /* in sem->leases once handed out */
   /* monitoring, under the semaphore's lock */

@@ -690,18 +690,35 @@ void zkr_semaphore_free(zkr_semaphore *sem) {
 
 /* ---- leases ---- */
 
+/* A released lease stays with its semaphore (sem->handed) until
+ * zkr_lease_free() or zkr_semaphore_free(): release never frees. */
 int zkr_lease_release(zkr_lease *l) {
   if (!l)
     return ZKR_EINVAL;
   zkr_semaphore *sem = l->sem;
   zkr__obj_lock(&sem->obj);
+  int was = !l->released;
+  l->released = 1;
   lease_hold_end(sem, l, zkr__queue_state(l->q) == ZKR__Q_LOST);
-  lease_unlink(sem, l);
+  zkr__hold_end(&l->hold);
   zkr__obj_unlock(&sem->obj);
   int rc = zkr__queue_release(l->q);
-  zkr__queue_free(l->q);
-  free(l);
+  if (!was)
+    return ZKR_ENOTHELD;
   return rc == ZKR_ELOCKLOST ? ZKR_ELOCKLOST : ZKR_OK;
+}
+
+void zkr_lease_free(zkr_lease *l) {
+  if (!l)
+    return;
+  zkr_semaphore *sem = l->sem;
+  zkr__obj_lock(&sem->obj);
+  lease_hold_end(sem, l, 0);
+  zkr__hold_end(&l->hold);
+  lease_unlink(sem, l);
+  zkr__obj_unlock(&sem->obj);
+  zkr__queue_free(l->q); /* (deletes a node still held) */
+  free(l);
 }
 
 zkr_lock_state zkr_lease_state_get(const zkr_lease *l) {

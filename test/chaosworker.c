@@ -281,6 +281,7 @@ static void semaphore_loop(zkr_session *s) {
     logf_("leave %s", held_word(st));
     logf_("releasing %s", held_word(st));
     rc = zkr_lease_release(lease);
+    zkr_lease_free(lease);
     status('I');
     logf_("released %s %s", held_word(st), zkr_err_name(rc));
     pause_ms(0, 30);

@@ -277,6 +277,7 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
              seq_of(node), (long long)token, (long long)now_ms());
     append(logf, line);
     rc = zkr_lease_release(lease);
+    zkr_lease_free(lease);
     if (rc != ZKR_OK) {
       fprintf(stderr, "lockworker: release: %s\n", zkr_strerror(rc));
       status = rc == ZKR_ELOCKLOST ? 75 : 1;

@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
     while (argc == 7 && access(argv[6], F_OK) != 0)
       usleep(20000);
     for (int i = 0; i < n; i++)
-      zkr_lease_release(l[i]);
+      zkr_lease_free(l[i]); /* (releases it) */
   }
   zkr_semaphore_free(sem);
   zkr_session_close(s);

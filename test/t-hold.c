@@ -2,6 +2,7 @@
  * mutex's from its acquisition to its release (NULL before, UNLOCKED
  * after), a lease's, a leader's per term (an earlier term's stays LOST and
  * its guarded writes are refused, also once the participant leads again),
+ * a lease's release that does not free it (zkr_lease_free() does),
  * the state callback given the hold, NULL taken as a hold that does not
  * hold; and zkr_election_await_change(): told a change either way, a
  * time-out without one. */
@@ -106,9 +107,22 @@ static void test_lease(void) {
   ok(strstr(node, "/leases/") != NULL, "%s", node);
   is(zkr_hold_guarded_set(b, path, "v", 1, -1, 5000), ZKR_OK,
      "a guarded write under a lease");
-  zkr_lease_release(l[0]);
-  zkr_lease_release(l[1]);
-  zkr_semaphore_free(sem);
+  is(zkr_lease_release(l[1]), ZKR_OK, "a release");
+  is(zkr_lease_release(l[0]), ZKR_OK, "another");
+  is((int)zkr_lease_state_get(l[0]), ZKR_LOCK_UNLOCKED,
+     "does not free the lease: UNLOCKED");
+  is((int)zkr_hold_state(a), ZKR_LOCK_UNLOCKED, "its hold too");
+  is(zkr_hold_token(a), 0, "token 0");
+  is(zkr_lease_release(l[0]), ZKR_ENOTHELD, "a second release: ZKR_ENOTHELD");
+  zkr_lease_free(l[0]);
+  zkr_lease_free(NULL);
+  ok(1, "zkr_lease_free() frees it (and NULL is a no-op)");
+  is(zkr_semaphore_acquire(sem, 1, 5000, l), ZKR_OK,
+     "its lease can be taken again");
+  zkr_lease_free(l[0]); /* (releases it) */
+  is(zkt_children_become(admin, zkt_path("sem/leases"), 0, 5000), 1,
+     "zkr_lease_free() of a held lease releases it");
+  zkr_semaphore_free(sem); /* (frees the lease left, released or not) */
 }
 
 static void test_election(void) {

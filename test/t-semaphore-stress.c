@@ -92,6 +92,7 @@ static void *worker(void *arg) {
     /* (counted off before the release: its node goes after this) */
     atomic_fetch_sub(&sh->held, 1);
     rc = zkr_lease_release(l);
+    zkr_lease_free(l);
     if (rc != ZKR_OK) {
       atomic_fetch_add(&sh->release_bad, 1);
       atomic_store(&sh->release_rc, rc);

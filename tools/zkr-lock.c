@@ -186,6 +186,7 @@ static int lock_release(void) {
   if (!lk.sem)
     return zkr_mutex_release(lk.m);
   int rc = zkr_lease_release(lk.lease[0]);
+  zkr_lease_free(lk.lease[0]);
   lk.lease[0] = NULL;
   return rc;
 }

@@ -260,6 +260,7 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  *     if (rc == ZKR_OK) {
  *       rc = call(zkr_hold_token(zkr_lease_hold(lease)));
  *       zkr_lease_release(lease);
+ *       zkr_lease_free(lease);
  *     }
  *     zkr_semaphore_free(sem);
  *     return rc;
@@ -282,7 +283,8 @@ ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s,
  * zkr_semaphore_cancel() would, without calling an asynchronous
  * acquisition's callback), releases every lease of @sem not yet released
  * (their nodes are deleted, in the background if the connection is down),
- * stops following the shared count, and frees @sem. Its leases are invalid
+ * stops following the shared count, and frees @sem and every lease object
+ * of it not yet freed with zkr_lease_free(). Its leases are invalid
  * afterwards. NULL is a no-op.
  *
  * Returns:
@@ -472,31 +474,71 @@ ZKR_EXTERN int zkr_semaphore_participants(zkr_session *s, const char *path,
  * zkr_lease_release - give a lease back
  *
  * zkr_lease_release() deletes the lease's node (in the background if the
- * connection is down) and frees @lease, which is invalid afterwards. A
- * lease may be released from any thread, not only the one that acquired
- * it.
+ * connection is down), so another contender can take the lease. It does not
+ * free @lease: like every object zkr gives, a lease is freed by its _free
+ * function, zkr_lease_free() (or with its semaphore, zkr_semaphore_free()).
+ * After the release, zkr_lease_state_get() and the lease's hold report
+ * ZKR_LOCK_UNLOCKED. A lease may be released from any thread, not only the
+ * one that acquired it.
  *
  * The call first applies the session clock (see
  * zkr_session_opts_set_lost_fraction()): a holder resumed from a pause longer
  * than its session allows gets ZKR_ELOCKLOST even if the loss had not been
- * noticed yet. A state callback still queued for the lease is dropped, since
- * the lease is freed; the return code is the report.
+ * noticed yet. A state callback still queued for the lease is dropped; the
+ * return code is the report.
  *
  * Returns:
  *   ZKR_OK        Released.
- *   ZKR_ELOCKLOST The lease had been lost (freed all the same): work done under
- *                 it may have overlapped with another holder.
+ *   ZKR_ELOCKLOST The lease had been lost (released all the same): work done
+ *                 under it may have overlapped with another holder.
+ *   ZKR_ENOTHELD  It was released already.
  *   ZKR_EINVAL    @lease is NULL.
  *
  * Thread safety:
  * Any thread, also a zkr callback; not concurrently with another call on
  * @lease.
  *
- * See also: zkr_semaphore_acquire()
+ * See also: zkr_lease_free(), zkr_semaphore_acquire()
  *
  * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_lease_release(zkr_lease *lease);
+
+/**
+ * zkr_lease_free - free a lease object
+ *
+ * zkr_lease_free() releases @lease if it still holds (as zkr_lease_release()
+ * would, without telling whether it had been lost) and frees it; @lease and
+ * its hold are invalid afterwards. Leases not freed are freed by
+ * zkr_semaphore_free(); a program that takes leases in a loop frees each,
+ * so its memory stays flat. NULL is a no-op.
+ *
+ * Returns:
+ * None.
+ *
+ * Thread safety:
+ * Any thread, also a zkr callback; not concurrently with another call on
+ * @lease, nor after zkr_semaphore_free() of its semaphore.
+ *
+ * Example:
+ *   #include <zkr/zkr.h>
+ *
+ *   int call_once(zkr_semaphore *sem, int (*call)(void)) {
+ *     zkr_lease *lease;
+ *     int rc = zkr_semaphore_acquire(sem, 1, 10000, &lease);
+ *     if (rc != ZKR_OK)
+ *       return rc;
+ *     rc = call();
+ *     zkr_lease_release(lease);
+ *     zkr_lease_free(lease);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_lease_release(), zkr_semaphore_free()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN void zkr_lease_free(zkr_lease *lease);
 
 /**
  * zkr_lease_state_get - the state of a lease
@@ -547,6 +589,7 @@ ZKR_EXTERN zkr_lock_state zkr_lease_state_get(const zkr_lease *lease);
  *     if (rc == ZKR_OK) {
  *       rc = call(zkr_hold_token(zkr_lease_hold(lease)));
  *       zkr_lease_release(lease);
+ *       zkr_lease_free(lease);
  *     }
  *     return rc;
  *   }
