@@ -1,5 +1,5 @@
 /* The tools' option and number parsing and their message text
- * (tools/cli.c, linked as the tools link it; its exit() is caught):
+ * (tools/cli*.c, linked as the tools link them; exit() is caught):
  * parse_long and parse_seconds against references and in round trips
  * (format, then parse gives the number back); run_opt takes exactly the
  * values the parsers take, and its usage errors are whole (the argument
@@ -21,7 +21,7 @@
 
 const char *prog = "zkr-fuzz";
 
-/* cli.c is compiled with -Dexit=fuzz_exit: a usage error lands here. */
+/* cli*.c are compiled with -Dexit=fuzz_exit: a usage error lands here. */
 static jmp_buf exit_jmp;
 static int exit_armed;
 static int exit_status;
@@ -35,7 +35,7 @@ void fuzz_exit(int status) {
   longjmp(exit_jmp, 1);
 }
 
-/* stdout and stderr into memory while cli.c runs. */
+/* stdout and stderr into memory while the tools' code runs. */
 static FILE *real_out, *real_err;
 static char *out_buf, *err_buf;
 static size_t out_len, err_len;

@@ -1,5 +1,5 @@
-/* What zkr-ls makes of what it reads (tools/zkr-ls.c, included here with
- * its main() renamed, and tools/cli.c): the contender data parser
+/* What zkr-ls makes of what it reads (tools/ls.c and tools/cli-text.c,
+ * linked as the tools link them): the contender data parser
  * parse_owner (the library's own writer, zkr__contender_data, and a
  * formatted "host=H pid=P id=I" parse back to their fields; an id cut to
  * fit is cut between characters), the node classification (every name
@@ -12,14 +12,16 @@
  * contender).
  *
  * Input: 1 byte (what to fuzz), then NUL-separated strings. */
-#define main zkr_ls_main
-#include "../tools/zkr-ls.c"
-#undef main
+#include "config.h"
 
+#include <unistd.h>
+
+#include "cli.h"
 #include "fuzz.h"
+#include "ls.h"
 #include "recipe.h"
 
-int zkr_ls_main(int argc, char **argv);
+const char *prog = "zkr-ls";
 
 static int is(const char *a, const char *b) {
   return strcmp(a, b) == 0;
@@ -107,12 +109,13 @@ static void classify(const char *name) {
   int32_t seq;
   if (!zkr__seq_parse(name, &seq))
     return; /* not a contender for the library either */
-  CHECK(has_seq(name), "'%s' (seq %d) is no contender for zkr-ls", name, seq);
+  CHECK(ls_has_seq(name), "'%s' (seq %d) is no contender for zkr-ls", name,
+        seq);
   int reader =
       zkr__seq_marked(name, "__READ__") || zkr__seq_marked(name, "__rlock__");
   int writer = !reader && (zkr__seq_marked(name, "__WRIT__") ||
                            zkr__seq_marked(name, "__lock__"));
-  const char *k = kind_of(name);
+  const char *k = ls_kind_of(name);
   CHECK(is(k, "read") == reader && is(k, "write") == writer &&
             (reader || writer || is(k, "lock")),
         "'%s' (seq %d): kind '%s', the library says %s", name, seq, k,
@@ -121,13 +124,13 @@ static void classify(const char *name) {
                  : "lock");
   int latch = zkr__seq_marked(name, "-latch-");
   int selector = !latch && zkr__seq_marked(name, "-lock-");
-  const char *ek = elect_kind_of(name);
+  const char *ek = ls_elect_kind_of(name);
   CHECK(is(ek, "latch") == latch && is(ek, "selector") == selector &&
             (latch || selector || is(ek, k)),
         "'%s' (seq %d): election kind '%s'", name, seq, ek);
   char *kids[1] = {(char *)name};
-  CHECK(elect_layout(kids, 1) == latch, "'%s' (seq %d): election layout %d",
-        name, seq, elect_layout(kids, 1));
+  CHECK(ls_elect_layout(kids, 1) == latch, "'%s' (seq %d): election layout %d",
+        name, seq, ls_elect_layout(kids, 1));
 }
 
 static void names(char **s, int n, const uint8_t *raw, size_t rawn) {
@@ -137,8 +140,8 @@ static void names(char **s, int n, const uint8_t *raw, size_t rawn) {
     leases |= is(s[i], "leases");
     other |= !is(s[i], "leases") && !is(s[i], "locks");
   }
-  CHECK(sem_layout(s, (size_t)n) == (leases && !other),
-        "%d children: semaphore layout %d", n, sem_layout(s, (size_t)n));
+  CHECK(ls_sem_layout(s, (size_t)n) == (leases && !other),
+        "%d children: semaphore layout %d", n, ls_sem_layout(s, (size_t)n));
   for (int i = 0; i < n; i++) {
     classify(s[i]);
     /* and built: PREFIX MARKER "%010d" */
@@ -173,23 +176,23 @@ static void table(char **s, int n, int flags) {
     p[k].is_holder = k == 0;
     p[k].session_id = (int64_t)0x100000000LL * (int64_t)k + 1;
     p[k].czxid = (int64_t)k * 1000 + seq;
-    p[k].ctime_ms = wall_ms() - (int64_t)k * 61000;
+    p[k].ctime_ms = ls_wall_ms() - (int64_t)k * 61000;
     k++;
   }
-  struct view v = {p, k, 0, (flags & 2) != 0};
-  json = flags & 1;
+  struct ls_view v = {p, k, 0, (flags & 2) != 0};
+  ls_json = flags & 1;
   FILE *real = stdout;
   char *out = NULL;
   size_t outn = 0;
   stdout = open_memstream(&out, &outn);
   CHECK(stdout != NULL, "oom");
-  show_queue("/q", &v);
+  ls_show_queue("/q", &v);
   fclose(stdout);
   stdout = real;
   CHECK(strlen(out) == outn, "a NUL in the output");
   CHECK(fuzz_clean_text(out), "%s output not clean:\n%s",
-        json ? "JSON" : "table", out);
-  if (!json) {
+        ls_json ? "JSON" : "table", out);
+  if (!ls_json) {
     size_t lines = 0;
     for (const char *q = out; *q; q++)
       lines += *q == '\n';
@@ -198,7 +201,7 @@ static void table(char **s, int n, int flags) {
   } else {
     CHECK(!strchr(out, '\n'), "JSON in more than one line");
   }
-  json = 0;
+  ls_json = 0;
   free(out);
   free(p);
 }

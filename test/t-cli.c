@@ -1,16 +1,21 @@
-/* The tools' shared parsing and message text (tools/cli.c) and zkr-ls's
- * classification and table columns (tools/zkr-ls.c, included here with its
- * main() renamed so that its static functions can be tested): the
- * regression tests of what fuzz/fuzz-cli and fuzz/fuzz-ls found. */
-#define main zkr_ls_main
-int main(int argc, char **argv);
-#include "../tools/zkr-ls.c"
-#undef main
+/* The tools' shared parsing and message text (tools/cli*.c) and zkr-ls's
+ * classification and table columns (tools/ls.c), linked from the tools'
+ * library as the tools link them: the regression tests of what
+ * fuzz/fuzz-cli and fuzz/fuzz-ls found. */
+#include "config.h"
 
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "ls.h"
 #include "tap.h"
+
+const char *prog = "zkr-ls";
 
 /* Run @fn(@arg) in a child with its stderr into @buf; its exit status. */
 static int child_stderr(void (*fn)(const char *), const char *arg, char *buf,
@@ -130,24 +135,24 @@ int main(void) {
       {"_c_x-__READ__--000000005", "lock", "lock"},
       {"_c_x-__READ__-0000000005", "lock", "lock"}};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    ok(strcmp(kind_of(kinds[i][0]), kinds[i][1]) == 0 &&
-           strcmp(elect_kind_of(kinds[i][0]), kinds[i][2]) == 0,
+    ok(strcmp(ls_kind_of(kinds[i][0]), kinds[i][1]) == 0 &&
+           strcmp(ls_elect_kind_of(kinds[i][0]), kinds[i][2]) == 0,
        "%s: %s, in an election %s (got %s, %s)", kinds[i][0], kinds[i][1],
-       kinds[i][2], kind_of(kinds[i][0]), elect_kind_of(kinds[i][0]));
+       kinds[i][2], ls_kind_of(kinds[i][0]), ls_elect_kind_of(kinds[i][0]));
   char *latch[] = {(char *)"_c_x-latch--1000000005"};
-  ok(elect_layout(latch, 1), "an election whose counter wrapped that far");
+  ok(ls_elect_layout(latch, 1), "an election whose counter wrapped that far");
 
   /* found by fuzz/fuzz-ls (corpus: table-ctrl, table-utf8-cut): the table
    * printed the host and id of node data raw (a terminal escape in the
    * data reached the terminal) and cut them inside a character */
   char col[64];
-  column(col, sizeof col, "evil\x1b[2J\x07");
+  ls_column(col, sizeof col, "evil\x1b[2J\x07");
   ok(strcmp(col, "evil\\x1b[2J\\x07") == 0, "control characters escaped: %s",
      col);
   char long_id[128] = "";
   for (int i = 0; i < 40; i++)
     strcat(long_id, "\xc3\xa9");
-  column(col, sizeof col, long_id);
+  ls_column(col, sizeof col, long_id);
   is(strlen(col), 62, "a long id cut to 62 bytes, between two characters");
 
   /* the numbers */

@@ -1,18 +1,25 @@
 /* zkr-ls's Prometheus view and --watch argument handling, without a
- * server (tools/zkr-ls.c, included here with its main() renamed so that
- * its static functions can be tested): label values escaped as the text
+ * server (tools/prom.c and tools/ls-watch.c, linked from the tools'
+ * library as zkr-ls links them): label values escaped as the text
  * exposition format requires, the figures of each recipe's queue
  * (mutex, read-write lock, semaphore, election) from participants made
  * up here, the holder's identity from zkr's and from other clients'
  * node data, and "--watch SECONDS" taken as the interval only where it
  * can be one. t-zkr-prometheus.sh checks the same against a server, with
  * promtool. */
-#define main zkr_ls_main
-int main(int argc, char **argv);
-#include "../tools/zkr-ls.c"
-#undef main
+#include "config.h"
 
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ls-watch.h"
+#include "prom.h"
 #include "tap.h"
+
+const char *prog = "zkr-ls";
 
 /* prom_value(@s, @max) as a string (static, overwritten by each call). */
 static const char *label(const char *s, size_t max) {
@@ -36,19 +43,19 @@ static zkr_participant part(const char *node, int holder, int64_t age_ms,
   p.is_holder = holder;
   p.session_id = 0x1234;
   p.czxid = 7;
-  p.ctime_ms = wall_ms() - age_ms;
+  p.ctime_ms = ls_wall_ms() - age_ms;
   p.data = (char *)data;
   return p;
 }
 
-/* The whole output of prom_write() for what prom[] holds. */
+/* The whole output of prom_write() for the locks recorded. */
 static char *metrics(void) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f)
     tap_bail("open_memstream");
-  struct scrape sc = {"/r", 1, 0.001};
+  struct prom_result sc = {"/r", 1, 0.001};
   prom_write(f, &sc);
   fclose(f);
   return buf;
@@ -65,19 +72,19 @@ static double sample(const char *text, const char *prefix) {
   return -1;
 }
 
-/* watch_args() on @in (NULL-terminated), joined with '|'. */
+/* ls_watch_args() on @in (NULL-terminated), joined with '|'. */
 static const char *rewritten(const char *const *in) {
   static char out[256];
   int argc = 0;
   while (in[argc])
     argc++;
-  char **args = watch_args(argc, (char **)in);
+  char **args = ls_watch_args(argc, (char **)in);
   out[0] = '\0';
   for (int i = 0; args && args[i]; i++) {
     if (i)
       strcat(out, "|");
     strcat(out, args[i]);
-    int given = 0; /* else made by watch_args(): ours to free */
+    int given = 0; /* else made by ls_watch_args(): ours to free */
     for (int k = 0; k < argc; k++)
       given |= args[i] == in[k];
     if (!given)
@@ -139,7 +146,7 @@ int main(void) {
       part("_c_b-lock-0000000002", 0, 5000, "host=h2 pid=43 id=w1"),
       part("_c_c-lock-0000000003", 0, 2000, "10.0.0.7"),
   };
-  struct view v = {mx, 3, 0, 0};
+  struct ls_view v = {mx, 3, 0, 0};
   prom_collect("/r/mutex", &v);
 
   zkr_participant rw[] = {
@@ -148,7 +155,7 @@ int main(void) {
       part("_c_c-__WRIT__0000000003", 0, 2000, "host=h pid=3 id=w"),
       part("_c_d-__READ__0000000004", 0, 1000, "host=h pid=4 id=r3"),
   };
-  v = (struct view){rw, 4, 0, 0};
+  v = (struct ls_view){rw, 4, 0, 0};
   prom_collect("/r/rw", &v);
 
   /* a semaphore of 1: one lease held, the admitted contender's waiting
@@ -163,7 +170,7 @@ int main(void) {
   sem[0].session_id = 1;
   sem[1].session_id = sem[2].session_id = 2; /* the admitted contender */
   sem[3].session_id = 3;
-  v = (struct view){sem, 4, 1, 0};
+  v = (struct ls_view){sem, 4, 1, 0};
   prom_collect("/r/sem", &v);
 
   /* a waiting lease node without an admission node of its session (a
@@ -175,23 +182,23 @@ int main(void) {
   };
   sem2[0].session_id = 8;
   sem2[1].session_id = 9;
-  v = (struct view){sem2, 2, 1, 0};
+  v = (struct ls_view){sem2, 2, 1, 0};
   prom_collect("/r/sem2", &v);
 
   zkr_participant el[] = {
       part("_c_a-latch-0000000000", 1, 6000, "sched-1"),
       part("_c_b-latch-0000000001", 0, 2000, "sched-2"),
   };
-  v = (struct view){el, 2, 0, 1};
+  v = (struct ls_view){el, 2, 0, 1};
   prom_collect("/r/elect", &v);
 
   /* kazoo's Lock: "__lock__" nodes, a lock (not a read-write lock) */
   zkr_participant kz[] = {part("abc__lock__0000000000", 1, 1000, "kazoo")};
-  v = (struct view){kz, 1, 0, 0};
+  v = (struct ls_view){kz, 1, 0, 0};
   prom_collect("/r/kazoo", &v);
 
   char *m = metrics();
-  is(prom_n, 6, "six locks recorded");
+  is(prom_count(), 6, "six locks recorded");
   is(sample(m, "zkr_up{root=\"/r\"}"), 1, "zkr_up 1");
   is(sample(m, "zkr_locks{root=\"/r\",type=\"lock\"}"), 2,
      "two locks of type lock (zkr's and kazoo's)");
@@ -271,7 +278,7 @@ int main(void) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  struct scrape down = {"/r", 0, 1.5};
+  struct prom_result down = {"/r", 0, 1.5};
   prom_write(f, &down);
   fclose(f);
   is(sample(buf, "zkr_up{root=\"/r\"}"), 0, "zkr_up 0 when the read failed");

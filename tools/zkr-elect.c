@@ -1,7 +1,7 @@
 /*
  * zkr-elect - run a command while leading a zkr election, in the manner
  * of `etcdctl elect`, with zkr-lock's options, signals, process group,
- * guard process and exit statuses (all shared through cli.c).
+ * guard process and exit statuses (all shared through cli.h).
  *
  *   zkr-elect [options] PATH [--] COMMAND [ARG...]
  *   zkr-elect --leader [--json] PATH
@@ -28,6 +28,9 @@
  * a term of 60 s or more); a COMMAND that cannot be run (126, 127) ends
  * zkr-elect with that status.
  *
+ * --leader and --observe read the election without taking part
+ * (elect-leader.c).
+ *
  * --stats prints on stderr, at exit, how long zkr-elect waited to lead
  * and led (summed over the terms with --requeue), as it measured them,
  * and how it ended; one JSON object with --json.
@@ -53,6 +56,7 @@
 #include <zkr/zkr.h>
 
 #include "cli.h"
+#include "elect-leader.h"
 
 const char *prog = "zkr-elect";
 static int json;
@@ -110,110 +114,6 @@ static void help(void) {
       "1 no leader; 64 usage; 69 no server reachable; 75 leadership lost\n"
       "(COMMAND was terminated); 126/127 COMMAND could not be run.\n",
       prog, prog, prog);
-}
-
-/* ---- --leader and --observe ---- */
-
-/* One line for @p, the leader of @path (NULL: none): text or JSON. */
-static void print_leader(const char *path, const zkr_participant *p) {
-  char node[2048] = "";
-  struct owner o;
-  int ours = 0;
-  if (p) {
-    snprintf(node, sizeof node, "%s/%s", strcmp(path, "/") ? path : "",
-             p->node);
-    ours = parse_owner(p->data, &o);
-  }
-  if (json) {
-    printf("{\"path\":");
-    json_string(stdout, path);
-    printf(",\"leader\":");
-    if (!p) {
-      printf("null}\n");
-    } else {
-      printf("{\"node\":");
-      json_string(stdout, node);
-      printf(",\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"", p->czxid,
-             (uint64_t)p->session_id);
-      if (ours)
-        json_owner(stdout, &o);
-      printf(",\"data\":");
-      json_string(stdout, p->data);
-      printf(",\"joined_at_ms\":%" PRId64 "}}\n", p->ctime_ms);
-    }
-  } else if (!p) {
-    printf("none\n");
-  } else if (ours) {
-    printf("id=%s host=%s pid=%ld token=%" PRId64 " node=%s\n",
-           o.id[0] ? esc(o.id) : "-", esc(o.host), o.pid, p->czxid, esc(node));
-  } else {
-    /* another library's participant (Curator's latch: its id as data) */
-    printf("id=%s host=- pid=- token=%" PRId64 " node=%s\n",
-           p->data && p->data[0] ? esc(p->data) : "-", p->czxid, esc(node));
-  }
-  fflush(stdout);
-}
-
-static int show_leader(zkr_session *s, const char *path) {
-  zkr_participant p;
-  memset(&p, 0, sizeof p);
-  int rc = zkr_election_leader(s, path, op_timeout_ms, &p);
-  if (rc == ZKR_EBADPATH) {
-    zkr_session_close(s);
-    usage_error("invalid election path '%s': %s", esc(path), zkr_strerror(rc));
-  }
-  if (rc == ZKR_ENONODE && chroot_missing(s, NULL, op_timeout_ms)) {
-    msg("cannot read %s: %s", esc(path), chroot_missing_text(NULL));
-    return exit_for(rc);
-  }
-  if (rc == ZKR_ENONODE) {
-    if (json)
-      print_leader(path, NULL);
-    else if (verbose)
-      msg("%s has no leader", esc(path));
-    return 1;
-  }
-  if (rc != ZKR_OK) {
-    msg("cannot read %s: %s", esc(path), zkr_strerror(rc));
-    return rc == ZKR_ETIMEDOUT ? EX_TEMPFAIL : exit_for(rc);
-  }
-  print_leader(path, &p);
-  free(p.node);
-  free(p.data);
-  return 0;
-}
-
-static void on_change(zkr_election_observer *o, const zkr_participant *leader,
-                      void *ud) {
-  (void)o;
-  print_leader(ud, leader);
-}
-
-/* Until a signal: then end as it would have ended us. */
-static int observe(zkr_session *s, const char *path, int sfd) {
-  zkr_election_observer *o = NULL;
-  int rc = zkr_election_observe(s, path, on_change, (void *)path, &o);
-  if (rc == ZKR_EBADPATH) {
-    zkr_session_close(s);
-    usage_error("invalid election path '%s': %s", esc(path), zkr_strerror(rc));
-  }
-  if (rc != ZKR_OK) {
-    msg("cannot observe %s: %s", esc(path), zkr_strerror(rc));
-    return exit_for(rc);
-  }
-  int sig = 0;
-  while (!sig) {
-    struct pollfd pf = {sfd, POLLIN, 0};
-    if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
-      msg("poll: %s", strerror(errno));
-      break;
-    }
-    if (pf.revents)
-      sig = take_signal(sfd);
-  }
-  zkr_election_observer_free(o);
-  zkr_session_close(s);
-  return sig ? die_by_signal(sig) : EX_SOFTWARE;
 }
 
 /* ---- --stats ---- */
@@ -672,11 +572,11 @@ int main(int argc, char **argv) {
     return stats_end("error", code);
   }
   if (mode == 'l') {
-    code = show_leader(s, path);
+    code = elect_show_leader(s, path, json, op_timeout_ms);
     zkr_session_close(s);
     return code;
   }
   if (mode == 'o')
-    return observe(s, path, sfd);
+    return elect_observe(s, path, json, sfd);
   return take_part(s, path, cmd, &ro, eo, requeue, sfd, &oldmask);
 }

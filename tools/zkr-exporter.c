@@ -8,33 +8,46 @@
  *                [--connect-timeout MS] [--scrape-timeout SECONDS]
  *                [--max-connections N] [ROOT]
  *
- * The metrics are those of zkr-ls --prometheus, made by the same code:
- * this file includes tools/zkr-ls.c with its main() renamed. The HTTP
- * side is libmicrohttpd's, with one internal thread, so scrapes are
- * served one at a time; each reads the tree afresh, within
- * --scrape-timeout. The thread waits with epoll (poll where the library
- * has no epoll), not select(), whose 1024 descriptors idle connections
- * once filled so that no scrape got through; at most --max-connections
- * are open at once (the open file limit is raised to fit them), and one
- * idle for 10 s is closed. One ZooKeeper session serves every scrape
- * (renewed by the library if lost). A scrape that cannot read the tree (no
- * server reachable, a read failed or took too long) answers zkr_up 0, and the
- * error is logged on stderr when it differs from the last one logged.
- * A bad listen address ends zkr-exporter at start: 64 if it is
- * malformed, 69 if nothing can listen there; SIGINT and SIGTERM end it
- * with 0 (unless ignored at start: they stay ignored, as in zkr-lock).
+ * The metrics are those of zkr-ls --prometheus, made by the same code
+ * (prom.c, the tree read by ls-walk.c). The HTTP side is libmicrohttpd's,
+ * with one internal thread, so scrapes are served one at a time; each
+ * reads the tree afresh, within --scrape-timeout. The thread waits with epoll
+ * (poll where the library has no epoll), not select(), whose 1024 descriptors
+ * idle connections once filled so that no scrape got through; at most
+ * --max-connections are open at once (the open file limit is raised to fit
+ * them), and one idle for 10 s is closed. One ZooKeeper session serves every
+ * scrape (renewed by the library if lost). A scrape that cannot read the tree
+ * (no server reachable, a read failed or took too long) answers zkr_up 0, and
+ * the error is logged on stderr when it differs from the last one logged. A bad
+ * listen address ends zkr-exporter at start: 64 if it is malformed, 69 if
+ * nothing can listen there; SIGINT and SIGTERM end it with 0 (unless ignored at
+ * start: they stay ignored, as in zkr-lock).
  */
-#define main zkr_ls_main
-int main(int argc, char **argv);
-#include "zkr-ls.c"
-#undef main
+#include "config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <zkr/zkr.h>
+
+#include "cli.h"
+#include "ls-walk.h"
+#include "prom.h"
+
+const char *prog = "zkr-exporter";
 
 #if MHD_VERSION < 0x00097002
 typedef int mhd_result; /* before 0.9.71 the handlers returned int */
@@ -57,7 +70,7 @@ static struct {
   int64_t scrape_ms;
   long max_conn;
   zkr_session *s;
-  char logged[sizeof msgs]; /* the last errors logged; "" once all is well */
+  char logged[sizeof ls_msgs]; /* the last errors logged; "" once all is well */
 } ex;
 
 static void exporter_help(void) {
@@ -117,7 +130,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* Connect, waiting at most @wait_ms; the session is renewed by the
  * library if it is lost later. On failure the reason is said (into
- * msgs[], as the walk's errors). A connection string the library
+ * ls_msgs, as the walk's errors). A connection string the library
  * refuses is a usage error. With @sigs (at start), a signal of them
  * ends the wait: 1, with the signal in *@sig. */
 static int connect_zk(long wait_ms, const sigset_t *sigs, int *sig) {
@@ -126,7 +139,7 @@ static int connect_zk(long wait_ms, const sigset_t *sigs, int *sig) {
   if (rc == ZKR_OK)
     rc = zkr_session_opts_set_connect_timeout(so, (int)wait_ms);
   if (rc == ZKR_OK && sigs)
-    rc = session_new_interruptible(&ex.s, ex.servers, so, sigset_wait,
+    rc = session_new_interruptible(&ex.s, ex.servers, so, cli_sigset_wait,
                                    (void *)sigs, sig);
   else if (rc == ZKR_OK)
     rc = zkr_session_new(&ex.s, ex.servers, so);
@@ -137,7 +150,8 @@ static int connect_zk(long wait_ms, const sigset_t *sigs, int *sig) {
     usage_error("invalid servers '%s': %s", esc(ex.servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {
     ex.s = NULL;
-    say("cannot reach ZooKeeper at %s: %s", esc(ex.servers), zkr_strerror(rc));
+    ls_say("cannot reach ZooKeeper at %s: %s", esc(ex.servers),
+           zkr_strerror(rc));
   }
   return 0;
 }
@@ -145,22 +159,22 @@ static int connect_zk(long wait_ms, const sigset_t *sigs, int *sig) {
 /* Log this scrape's errors and warnings if they are not those logged
  * last; say so once when all is well again. */
 static void log_change(int up) {
-  if (strcmp(msgs, ex.logged) == 0)
+  if (strcmp(ls_msgs, ex.logged) == 0)
     return;
-  if (msgs[0])
-    put_msgs(stderr, "");
+  if (ls_msgs[0])
+    ls_put_msgs(stderr, "");
   else if (up)
     note("reading %s at %s again", esc(ex.root), esc(ex.servers));
-  memcpy(ex.logged, msgs, sizeof ex.logged);
+  memcpy(ex.logged, ls_msgs, sizeof ex.logged);
 }
 
 /* One scrape: the metrics into @f. */
 static void scrape_into(FILE *f) {
   int64_t t0 = now_ms();
-  deadline = t0 + ex.scrape_ms;
-  msgs_len = 0;
-  msgs[0] = '\0';
-  struct scrape sc = {ex.root, 0, 0.0};
+  ls_deadline = t0 + ex.scrape_ms;
+  ls_msgs_len = 0;
+  ls_msgs[0] = '\0';
+  struct prom_result sc = {ex.root, 0, 0.0};
   if (!ex.s) {
     int64_t wait = ex.connect_ms < ex.scrape_ms ? ex.connect_ms : ex.scrape_ms;
     connect_zk((long)wait, NULL, NULL);
@@ -168,13 +182,13 @@ static void scrape_into(FILE *f) {
   if (ex.s) {
     zkr_session_state st = zkr_session_state_get(ex.s);
     if (st != ZKR_STATE_CONNECTED)
-      say("not connected to ZooKeeper at %s (session %s)", esc(ex.servers),
-          zkr_session_state_name(st));
+      ls_say("not connected to ZooKeeper at %s (session %s)", esc(ex.servers),
+             zkr_session_state_name(st));
     else
       prom_scrape(ex.s, ex.root, &sc);
   }
   sc.duration = (double)(now_ms() - t0) / 1000.0;
-  deadline = 0;
+  ls_deadline = 0;
   prom_write(f, &sc);
   log_change(sc.up);
 }
@@ -359,7 +373,6 @@ static long fit_connections(long want) {
 }
 
 int main(int argc, char **argv) {
-  prog = "zkr-exporter";
   const char *listen_addr = DEFAULT_LISTEN;
   ex.servers = default_servers();
   ex.connect_ms = 5000;
@@ -387,7 +400,7 @@ int main(int argc, char **argv) {
       ex.servers = optarg;
       break;
     case OPT_PERMITS:
-      if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &permits) != 0)
+      if (parse_long(optarg, 1, ZKR_SEMAPHORE_MAX, &ls_permits) != 0)
         usage_error("invalid --permits '%s': the limit of the semaphores, a "
                     "plain decimal from 1 to %d",
                     esc(optarg), ZKR_SEMAPHORE_MAX);
@@ -422,7 +435,7 @@ int main(int argc, char **argv) {
   if (optind + 1 < argc)
     usage_error("one ROOT only (extra '%s')", esc(argv[optind + 1]));
   ex.root = optind < argc ? argv[optind] : "/";
-  conn_servers = ex.servers;
+  ls_servers = ex.servers;
   if (ex.root[0] != '/')
     usage_error("invalid root '%s': %s", esc(ex.root),
                 zkr_strerror(ZKR_EBADPATH));
@@ -445,22 +458,22 @@ int main(int argc, char **argv) {
   /* SIGINT and SIGTERM end us, taken with sigwait(): blocked before any
    * thread (libmicrohttpd's, the library's) exists */
   sigset_t sigs;
-  end_signals(&sigs);
+  cli_end_signals(&sigs);
   sigprocmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  quiet = 1; /* the walk's messages are logged by log_change() */
+  ls_quiet = 1; /* the walk's messages are logged by log_change() */
   int sig = 0;
   if (connect_zk(ex.connect_ms, &sigs, &sig)) {
     note("%s while connecting: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     _exit(0);
   }
   if (!ex.s) {
-    put_msgs(stderr, "");
-    memcpy(ex.logged, msgs, sizeof ex.logged);
+    ls_put_msgs(stderr, "");
+    memcpy(ex.logged, ls_msgs, sizeof ex.logged);
   }
-  msgs_len = 0;
-  msgs[0] = '\0';
+  ls_msgs_len = 0;
+  ls_msgs[0] = '\0';
 
   /* epoll (else poll): select() serves no descriptor past 1024, so that
    * a thousand idle connections once shut every scrape out */
