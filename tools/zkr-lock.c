@@ -55,6 +55,7 @@
 #include <zkr/zkr.h>
 
 #include "cli.h"
+#include "lock-kind.h"
 
 #define EX_CONFLICT_DEFAULT 1
 
@@ -66,148 +67,8 @@ static atomic_int acquire_done;
 static atomic_int acquire_rc;
 static atomic_int state_changed;
 
-/* The lock zkr-lock takes, whatever its kind: the mutex at PATH, one
- * side of the read-write lock at PATH (--read, --write), or one lease of
- * the semaphore at PATH (--permits). The rest of zkr-lock sees only the
- * lock_* functions below, and the hold taken (lock_hold()). */
-static struct {
-  int side;     /* 'r', 'w', or 0 */
-  long permits; /* --permits N: the semaphore; 0 otherwise */
-  zkr_mutex_opts *mo;
-  zkr_semaphore_opts *so;
-  zkr_mutex *m; /* the mutex, or the side of rw taken */
-  zkr_rwlock *rw;
-  zkr_semaphore *sem;
-  zkr_lease *lease[1]; /* filled by the semaphore's acquisition */
-} lk;
-
 static void acquired(int rc);
 static void on_state(zkr_hold *h, zkr_lock_state st, void *ud);
-
-static void on_mutex_acquired(zkr_mutex *m, int rc, void *ud) {
-  (void)m;
-  (void)ud;
-  acquired(rc);
-}
-
-static void on_sem_acquired(zkr_semaphore *sem, int rc, zkr_lease **leases,
-                            int n, void *ud) {
-  (void)sem;
-  (void)leases;
-  (void)n;
-  (void)ud;
-  acquired(rc);
-}
-
-/* The options: the contender id and the state callback. ZKR_EINVAL: the
- * id is not valid. */
-static int lock_opts_new(const char *id) {
-  int rc;
-  if (lk.permits) {
-    rc = zkr_semaphore_opts_new(&lk.so);
-    if (rc == ZKR_OK)
-      rc = zkr_semaphore_opts_set_id(lk.so, id);
-    if (rc == ZKR_OK)
-      rc = zkr_semaphore_opts_set_state_fn(lk.so, on_state, NULL);
-    if (rc == ZKR_OK)
-      rc = zkr_semaphore_opts_set_watch_node(lk.so, 1);
-    return rc;
-  }
-  rc = zkr_mutex_opts_new(&lk.mo);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_id(lk.mo, id);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_state_fn(lk.mo, on_state, NULL);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_watch_node(lk.mo, 1);
-  return rc;
-}
-
-static void lock_opts_free(void) {
-  zkr_mutex_opts_free(lk.mo);
-  zkr_semaphore_opts_free(lk.so);
-  lk.mo = NULL;
-  lk.so = NULL;
-}
-
-/* The lock object, with the options (freed here). */
-static int lock_new(zkr_session *s, const char *path) {
-  int rc;
-  if (lk.permits) {
-    rc = zkr_semaphore_new(&lk.sem, s, path, (int)lk.permits, lk.so);
-  } else if (lk.side) {
-    rc = zkr_rwlock_new(&lk.rw, s, path, lk.mo);
-    if (rc == ZKR_OK)
-      lk.m = lk.side == 'r' ? zkr_rwlock_read_lock(lk.rw)
-                            : zkr_rwlock_write_lock(lk.rw);
-  } else {
-    rc = zkr_mutex_new(&lk.m, s, path, lk.mo);
-  }
-  lock_opts_free();
-  return rc;
-}
-
-static int lock_acquire_async(int64_t timeout_ms) {
-  if (lk.sem)
-    return zkr_semaphore_acquire_async(lk.sem, 1, timeout_ms, lk.lease,
-                                       on_sem_acquired, NULL);
-  return zkr_mutex_acquire_async(lk.m, timeout_ms, on_mutex_acquired, NULL);
-}
-
-static void lock_cancel(void) {
-  if (lk.sem)
-    zkr_semaphore_cancel(lk.sem);
-  else
-    zkr_mutex_cancel(lk.m);
-}
-
-/* What -v says while waiting, into @buf; NULL when there is nothing new
- * to tell. The mutex's count of contenders ahead costs no request; the
- * semaphore has no such count (a waiter waits for the admission mutex or,
- * once admitted, for any lease to go). */
-static const char *lock_waiting(char *buf, size_t len) {
-  if (lk.sem) {
-    snprintf(buf, len, "no lease free of %ld", lk.permits);
-    return buf;
-  }
-  int ahead = zkr_mutex_waiters_ahead(lk.m);
-  if (ahead < 0)
-    return NULL;
-  snprintf(buf, len, "%d ahead", ahead);
-  return buf;
-}
-
-/* The hold taken: its token, node and state (NULL: none). */
-static zkr_hold *lock_hold(void) {
-  return lk.sem ? zkr_lease_hold(lk.lease[0]) : zkr_mutex_hold(lk.m);
-}
-
-static int lock_release(void) {
-  if (!lk.sem)
-    return zkr_mutex_release(lk.m);
-  int rc = zkr_lease_release(lk.lease[0]);
-  zkr_lease_free(lk.lease[0]);
-  lk.lease[0] = NULL;
-  return rc;
-}
-
-/* Free the lock object; a node still held or queued is deleted. */
-static void lock_free(void) {
-  if (lk.sem)
-    zkr_semaphore_free(lk.sem); /* with a lease not released */
-  else if (lk.rw)
-    zkr_rwlock_free(lk.rw);
-  else
-    zkr_mutex_free(lk.m);
-  lk.sem = NULL;
-  lk.rw = NULL;
-  lk.m = NULL;
-}
-
-/* "lock" or "lease", for messages. */
-static const char *lock_noun(void) {
-  return lk.permits ? "lease" : "lock";
-}
 
 static void help(void) {
   printf(
@@ -460,7 +321,7 @@ int main(int argc, char **argv) {
     return EX_SOFTWARE;
 
   /* Options of the lock: bad input is a usage error, before connecting. */
-  int rc = lock_opts_new(id);
+  int rc = lock_opts_new(id, acquired, on_state);
   if (rc == ZKR_EINVAL)
     usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
                 esc(id));
