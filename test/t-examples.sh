@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# The examples users copy from, against a real server, three instances of
-# each at once and one of them killed (SIGKILL) while it holds:
-# examples/worker (every job done once by the survivors, each under a
-# fencing token of its own), examples/scheduler (ticks from one leader at
-# a time, the tokens growing from one leader to the next, the survivors
-# done), examples/ratelimit (never more than 3 calls in flight, the
-# killed process's counted until it was killed). Runs under test/with-zk.
+# The examples users copy from (docs/guide.md quotes them), against a real
+# server, three instances of each at once and one of them killed (SIGKILL)
+# while it holds: examples/worker (every job done once by the survivors,
+# each under a fencing token of its own), examples/scheduler and
+# examples/selector (steps from one leader at a time, the tokens growing
+# from one leader to the next, the survivors done), examples/ratelimit
+# (never more than 3 calls in flight, the killed process's counted until
+# it was killed), examples/prices (two readers and a writer: no read
+# while the writer writes). Runs under test/with-zk.
 # No timing assertions: every step waits for a condition.
 set -u
 TESTLIB_NEEDS=""
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 ex="$builddir/examples"
-for p in worker scheduler ratelimit; do
+for p in worker scheduler ratelimit prices selector; do
   [ -x "$ex/$p" ] || skip "examples/$p not built"
 done
 zkt_start
 root="/zkr-test/t-examples-$$"
-echo "1..14"
+echo "1..22"
 now_ms() { date +%s%3N; }
 
 # --- each example is short, and docs/guide.md quotes it whole ---
@@ -25,7 +27,7 @@ src="${abs_top_srcdir:-$here/..}"
 import re, sys
 top = sys.argv[1]
 bad = []
-for n in ("worker", "scheduler", "ratelimit"):
+for n in ("worker", "scheduler", "ratelimit", "prices", "selector"):
     code = 0
     for line in open("%s/examples/%s.c" % (top, n)):
         s = line.strip()
@@ -36,12 +38,12 @@ for n in ("worker", "scheduler", "ratelimit"):
 print("# " + (", ".join(bad) if bad else "each at most 60 code lines"))
 sys.exit(1 if bad else 0)
 PY
-ok $? "examples/worker.c, scheduler.c, ratelimit.c: at most 60 lines of code each"
+ok $? "examples/worker.c, scheduler.c, ratelimit.c, prices.c, selector.c: at most 60 lines of code each"
 "$py" - "$src" <<'PY'
 import sys
 top = sys.argv[1]
 guide = open(top + "/docs/guide.md").read()
-missing = [n for n in ("worker", "scheduler", "ratelimit")
+missing = [n for n in ("worker", "scheduler", "ratelimit", "prices", "selector")
            if open("%s/examples/%s.c" % (top, n)).read().rstrip("\n") not in guide]
 print("# not quoted whole: %s" % (missing or "none"))
 sys.exit(1 if missing else 0)
@@ -168,3 +170,79 @@ sys.exit(0 if 1 <= most <= 3 else 1)
 PY
 ok $? "never more than 3 calls in flight"
 ok $used "and 3 were in flight at once (before the kill): the limit is used"
+
+# --- selector: 3 steps each; the first leader is killed after a step ---
+start3 selector "$root/selector" 3
+wait_for 30 first_with selector "^step" >/dev/null
+k=$(first_with selector "^step")
+kill_at=$(now_ms)
+kill -9 "$(eval echo \$pid$k)"
+ok $? "the selector's first leader is killed after its first step"
+st=""
+for i in 1 2 3; do
+  [ "$i" = "$k" ] && continue
+  wait_exit "$(eval echo \$pid$i)"
+done
+[ "$st" = " 0 0" ]
+ok $? "the other two lead in turn and do their steps (exit:$st)"
+cat "$tmp"/selector.* | grep "^step" | sort -n -k2 >"$tmp/steps"
+"$py" - "$tmp/steps" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+seen, last, ok = [], None, True
+for r in rows:
+    if r[3] != last:
+        ok &= r[3] not in seen
+        seen.append(r[3])
+        last = r[3]
+toks = [int(r[5]) for r in rows]
+sys.exit(0 if ok and toks == sorted(toks) and len(seen) == 3 else 1)
+PY
+ok $? "steps came from one leader at a time, tokens growing ($(wc -l <"$tmp/steps") steps)"
+late=$(awk -v p="$(eval echo \$pid$k)" -v t="$kill_at" '$4 == p && $2 > t' "$tmp/steps" | wc -l)
+[ "$late" -eq 0 ]
+ok $? "no step of the killed leader after its kill"
+
+# --- prices: two readers and a writer; a reader is killed while reading ---
+path="$root/prices"
+for i in 1 2; do
+  "$ex/prices" "$hosts" "$path" read 3 >"$tmp/prices.$i" 2>&1 &
+  eval "pid$i=$!"
+  pids+=($!)
+done
+"$ex/prices" "$hosts" "$path" write 3 >"$tmp/prices.3" 2>&1 &
+pid3=$!
+pids+=($!)
+wait_for 30 first_with prices "^read start" >/dev/null
+k=$(first_with prices "^read start")
+kill_at=$(now_ms)
+kill -9 "$(eval echo \$pid$k)"
+ok $? "a reader is killed while it reads"
+st=""
+for i in 1 2 3; do
+  [ "$i" = "$k" ] && continue
+  wait_exit "$(eval echo \$pid$i)"
+done
+[ "$st" = " 0 0" ] && [ "$(grep -c '^write end' "$tmp/prices.3")" -eq 3 ]
+ok $? "the other reader and the writer finish (exit:$st)"
+cat "$tmp"/prices.* | grep -E "^(read|write) (start|end)" >"$tmp/rw"
+"$py" - "$tmp/rw" "$(eval echo \$pid$k)" "$kill_at" <<'PY'
+import sys
+killed, kill_at = sys.argv[2], int(sys.argv[3])
+spans, open_ = [], {}
+for l in open(sys.argv[1]):
+    kind, edge, ms, _, pid = l.split()
+    if edge == "start":
+        open_[pid] = (kind, int(ms))
+    else:
+        k, t0 = open_.pop(pid)
+        spans.append((k, t0, int(ms), pid))
+for pid, (k, t0) in open_.items():  # the killed reader's read ends with it
+    spans.append((k, t0, kill_at if pid == killed else 10**15, pid))
+writes = [s for s in spans if s[0] == "write"]
+reads = [s for s in spans if s[0] == "read"]
+bad = [(w, r) for w in writes for r in reads if r[1] < w[2] and w[1] < r[2]]
+print("# %d writes, %d reads, %d overlaps" % (len(writes), len(reads), len(bad)))
+sys.exit(0 if writes and not bad else 1)
+PY
+ok $? "no read while the writer writes"
