@@ -6,10 +6,14 @@
         (meta, out.*, sync/go, mntr.*, proxy.*) and print its
         machine-readable line: impl=... scenario=... key=value ...
     report.py final RUN [--md FILE --png FILE] [--failed 'a;b'] [--quick 0|1]
+                        [--baseline LABEL]
         read RUN/results.txt, print the side-by-side table (each figure with
         its ratio to the raw floor) and the targets, and with --md/--png
         write the generated part of docs/performance.md (between the
-        BEGIN/END GENERATED markers) and the S2 plot (gnuplot).
+        BEGIN/END GENERATED markers) and the S2 plot (gnuplot). With
+        impl=zkr-base lines (scripts/bench --baseline REV; LABEL names
+        REV), the table has a zkr-base column, and a second table gives
+        zkr-base's figures as ratios to zkr's.
 """
 
 import glob
@@ -395,13 +399,21 @@ def lookup(res, sel, impl, metric):
     return None
 
 
+def columns(res):
+    """IMPLS, and zkr-base after zkr if the run has it (--baseline)."""
+    if not any(r.get("impl") == "zkr-base" for r in res):
+        return IMPLS
+    i = IMPLS.index("zkr") + 1
+    return IMPLS[:i] + ["zkr-base"] + IMPLS[i:]
+
+
 def table(res):
-    """[(label, metric, {impl: (value, ratio)})]"""
+    """[(label, metric, {impl: (value, ratio)})], one cell per column"""
     out = []
     for label, sel, metric, _ in rows_of(res):
         cells = {}
         base = lookup(res, sel, "raw", metric)
-        for impl in IMPLS:
+        for impl in columns(res):
             v = lookup(res, sel, impl, metric)
             ratio = v / base if v is not None and base else None
             cells[impl] = (v, ratio)
@@ -418,22 +430,24 @@ def cell(v, ratio, impl):
 
 
 def text_table(tab):
-    w = [12, 27] + [20] * len(IMPLS)
+    cols = list(tab[0][2]) if tab else IMPLS
+    w = [12, 27] + [20] * len(cols)
     head = ["scenario", "metric"] + ["%s (x raw)" % i if i != "raw" else i
-                                     for i in IMPLS]
+                                     for i in cols]
     lines = ["".join(h.ljust(x) for h, x in zip(head, w))]
     for label, metric, cells in tab:
-        row = [label, metric] + [cell(*cells[i], i) for i in IMPLS]
+        row = [label, metric] + [cell(*cells[i], i) for i in cols]
         lines.append("".join(c.ljust(x) for c, x in zip(row, w)).rstrip())
     return "\n".join(lines)
 
 
 def md_table(tab):
-    lines = ["| scenario | metric | " + " | ".join(IMPLS) + " |",
-             "|---|---|" + "---:|" * len(IMPLS)]
+    cols = list(tab[0][2]) if tab else IMPLS
+    lines = ["| scenario | metric | " + " | ".join(cols) + " |",
+             "|---|---|" + "---:|" * len(cols)]
     for label, metric, cells in tab:
         lines.append("| %s | %s | %s |" % (
-            label, metric, " | ".join(cell(*cells[i], i) for i in IMPLS)))
+            label, metric, " | ".join(cell(*cells[i], i) for i in cols)))
     return "\n".join(lines)
 
 
@@ -631,6 +645,25 @@ def monitor_table(res):
     return "\n".join(lines) if n else ""
 
 
+def baseline_table(res):
+    """Every figure of zkr-base (scripts/bench --baseline REV: zkr as of
+    REV) against zkr's in the same run."""
+    lines = ["%-12s %-34s %12s %12s %8s" % ("scenario", "metric", "zkr",
+                                            "zkr-base", "base/zkr")]
+    n = 0
+    for label, sel, metric, _ in rows_of(res):
+        a = lookup(res, sel, "zkr", metric)
+        b = lookup(res, sel, "zkr-base", metric)
+        if a is None and b is None:
+            continue
+        lines.append("%-12s %-34s %12s %12s %8s" % (
+            label, metric, "n/a" if a is None else fmt(a),
+            "n/a" if b is None else fmt(b),
+            "%.2fx" % (b / a) if a and b is not None else "-"))
+        n += 1
+    return "\n".join(lines) if n else ""
+
+
 def final(args):
     run = args[0]
     opts = dict(zip(args[1::2], args[2::2]))
@@ -650,6 +683,12 @@ def final(args):
         print()
         print("monitoring on against off (zkr):")
         print(mt)
+    bt = baseline_table(res)
+    if bt:
+        print()
+        print("zkr-base (zkr as of %s) against zkr (this tree):" %
+              opts.get("--baseline", "the baseline"))
+        print(bt)
     if failed:
         print("FAILED cases: " + ", ".join(failed))
     md, png = opts.get("--md"), opts.get("--png")
