@@ -18,7 +18,7 @@ for p in worker scheduler ratelimit prices selector; do
 done
 zkt_start
 root="/zkr-test/t-examples-$$"
-echo "1..22"
+echo "1..21"
 now_ms() { date +%s%3N; }
 
 # --- each example is short, and docs/guide.md quotes it whole ---
