@@ -18,8 +18,7 @@ int zkr__hold_take(zkr_hold *h, zkr__queue *q) {
   zkr__qinfo i;
   if (!zkr__queue_info(q, &i, NULL, 0))
     return 0;
-  h->q = q;
-  atomic_store(&h->czxid, i.czxid);
+  atomic_store(&h->czxid, i.czxid); /* (h->q is set once, by its owner) */
   return 1;
 }
 

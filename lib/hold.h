@@ -22,8 +22,9 @@ struct zkr_hold {
   zkr__list link;        /* in its recipe's list of terms (an election's) */
 };
 
-/* Point @h at the term @q holds now: 1 if it holds one (then h->czxid is
- * its node's czxid), 0 if not (@h unchanged). */
+/* Point @h (whose q, @q, its owner set when it made it) at the term @q
+ * holds now: 1 if it holds one (then h->czxid is its node's czxid), 0 if
+ * not (@h unchanged). */
 int zkr__hold_take(zkr_hold *h, zkr__queue *q);
 /* The hold given up (released): it reports UNLOCKED from now on. */
 void zkr__hold_end(zkr_hold *h);

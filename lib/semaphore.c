@@ -557,6 +557,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
                          sem->data, sem->datalen, &lo);
     if (*rc != ZKR_OK)
       goto fail;
+    l->hold.q = l->q;
   }
   *rc = ZKR_OK;
   return a;
