@@ -171,7 +171,7 @@ static void lease_unlink(zkr_semaphore *sem, zkr_lease *l) {
   l->prev = l->next = NULL;
 }
 
-/* ---- monitoring (under mu) ---- */
+/* ---- monitoring (under the lock) ---- */
 
 /* The name of @l's node, into @buf ("" if none). */
 static const char *lease_name(zkr_lease *l, char *buf, size_t len) {
@@ -228,7 +228,7 @@ static void acq_call(zkr__obj *o, zkr__obj_call *c, int call) {
   acq_free(a);
 }
 
-/* Under mu, event thread: the acquisition ends with @rc. On failure every
+/* Under the lock, event thread: the acquisition ends with @rc. On failure every
  * lease node it got is deleted, then the admission node; on success the
  * admission node is deleted (not waited for) and the leases handed out. */
 void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
@@ -273,7 +273,7 @@ void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
 
 static void lease_done(zkr__queue *q, int rc, void *ud);
 
-/* Under mu, event thread: take the next lease, or end when all are got.
+/* Under the lock, event thread: take the next lease, or end when all are got.
  * A cancel asked meanwhile ends it (the cancel could not stop a lease
  * whose grant was already on its way). */
 static void next_lease(zkr_semaphore *sem, struct acq *a) {
@@ -295,7 +295,7 @@ static void next_lease(zkr_semaphore *sem, struct acq *a) {
     zkr__sem_acq_finish(sem, a, rc);
 }
 
-/* Under mu, event thread: the admission node or a lease got so far was
+/* Under the lock, event thread: the admission node or a lease got so far was
  * lost while acquiring: end the current lease's wait and start over. */
 static void acq_restart(zkr_semaphore *sem, struct acq *a) {
   (void)sem;
@@ -406,7 +406,7 @@ static void lease_waits(zkr__queue *q, int rc, void *ud) {
   zkr__obj_leave(&sem->obj);
 }
 
-/* Under mu, event thread: start (or start over) an acquisition. */
+/* Under the lock, event thread: start (or start over) an acquisition. */
 void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
   if (a->phase == A_END)
     return;
