@@ -95,42 +95,50 @@ ok $? "every job ran under a fencing token of its own"
 ! grep -q "^job [0-9]* done" "$tmp/worker.$k"
 ok $? "the killed worker finished no job"
 
-# --- scheduler: 3 ticks each; the first leader is killed after a tick ---
-start3 scheduler "$root/scheduler" 3
-wait_for 30 first_with scheduler "^tick" >/dev/null
-k=$(first_with scheduler "^tick")
-kill_at=$(now_ms)
-kill -9 "$(eval echo \$pid$k)"
-ok $? "the first leader is killed after its first tick"
-st=""
-for i in 1 2 3; do
-  [ "$i" = "$k" ] && continue
-  wait_exit "$(eval echo \$pid$i)"
-done
-[ "$st" = " 0 0" ]
-ok $? "the other two lead in turn and finish their ticks (exit:$st)"
-cat "$tmp"/scheduler.* | grep "^tick" | sort -n -k2 >"$tmp/ticks"
-"$py" - "$tmp/ticks" <<'PY'
+# leaders NAME WORD KILLED DONE: three instances of the election example
+# NAME, 3 WORDs (its output lines "WORD MS pid PID token T") each; the first
+# leader is killed after its first one. Four checks: the kill (KILLED),
+# the survivors' exits (DONE), one leader at a time with tokens growing,
+# nothing of the killed leader after its kill.
+leaders() {
+  local name=$1 word=$2 i
+  start3 "$name" "$root/$name" 3
+  wait_for 30 first_with "$name" "^$word" >/dev/null
+  k=$(first_with "$name" "^$word")
+  kill_at=$(now_ms)
+  kill -9 "$(eval echo \$pid$k)"
+  ok $? "$3"
+  st=""
+  for i in 1 2 3; do
+    [ "$i" = "$k" ] && continue
+    wait_exit "$(eval echo \$pid$i)"
+  done
+  [ "$st" = " 0 0" ]
+  ok $? "$4 (exit:$st)"
+  cat "$tmp/$name".* | grep "^$word" | sort -n -k2 >"$tmp/$word.s"
+  "$py" - "$tmp/$word.s" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
-# tick MS pid PID token T, in time order: one leader at a time (a pid's
-# ticks are not interleaved with another's), tokens never going down
+# in time order: one leader at a time (a pid's lines are not interleaved
+# with another's), three leaders, tokens never going down
 seen, last, ok = [], None, True
 for r in rows:
-    pid, tok = r[3], int(r[5])
-    if pid != last:
-        ok &= pid not in seen
-        seen.append(pid)
-        last = pid
-    ok &= tok >= int(rows[0][5])
+    if r[3] != last:
+        ok &= r[3] not in seen
+        seen.append(r[3])
+        last = r[3]
 toks = [int(r[5]) for r in rows]
-ok &= toks == sorted(toks) and len(seen) == 3
-sys.exit(0 if ok else 1)
+sys.exit(0 if ok and toks == sorted(toks) and len(seen) == 3 else 1)
 PY
-ok $? "ticks came from one leader at a time, three leaders, tokens growing ($(wc -l <"$tmp/ticks") ticks)"
-late=$(awk -v p="$(eval echo \$pid$k)" -v t="$kill_at" '$4 == p && $2 > t' "$tmp/ticks" | wc -l)
-[ "$late" -eq 0 ]
-ok $? "no tick of the killed leader after its kill"
+  ok $? "${word}s came from one leader at a time, tokens growing ($(wc -l <"$tmp/$word.s") ${word}s)"
+  late=$(awk -v p="$(eval echo \$pid$k)" -v t="$kill_at" '$4 == p && $2 > t' "$tmp/$word.s" | wc -l)
+  [ "$late" -eq 0 ]
+  ok $? "no $word of the killed leader after its kill"
+}
+
+# --- scheduler: 3 ticks each; the first leader is killed after a tick ---
+leaders scheduler tick "the first leader is killed after its first tick" \
+  "the other two lead in turn and finish their ticks"
 
 # --- ratelimit: 3 calls per thread, 2 threads per process, 3 processes ---
 start3 ratelimit "$root/ratelimit" 3
@@ -172,36 +180,8 @@ ok $? "never more than 3 calls in flight"
 ok $used "and 3 were in flight at once (before the kill): the limit is used"
 
 # --- selector: 3 steps each; the first leader is killed after a step ---
-start3 selector "$root/selector" 3
-wait_for 30 first_with selector "^step" >/dev/null
-k=$(first_with selector "^step")
-kill_at=$(now_ms)
-kill -9 "$(eval echo \$pid$k)"
-ok $? "the selector's first leader is killed after its first step"
-st=""
-for i in 1 2 3; do
-  [ "$i" = "$k" ] && continue
-  wait_exit "$(eval echo \$pid$i)"
-done
-[ "$st" = " 0 0" ]
-ok $? "the other two lead in turn and do their steps (exit:$st)"
-cat "$tmp"/selector.* | grep "^step" | sort -n -k2 >"$tmp/steps"
-"$py" - "$tmp/steps" <<'PY'
-import sys
-rows = [l.split() for l in open(sys.argv[1])]
-seen, last, ok = [], None, True
-for r in rows:
-    if r[3] != last:
-        ok &= r[3] not in seen
-        seen.append(r[3])
-        last = r[3]
-toks = [int(r[5]) for r in rows]
-sys.exit(0 if ok and toks == sorted(toks) and len(seen) == 3 else 1)
-PY
-ok $? "steps came from one leader at a time, tokens growing ($(wc -l <"$tmp/steps") steps)"
-late=$(awk -v p="$(eval echo \$pid$k)" -v t="$kill_at" '$4 == p && $2 > t' "$tmp/steps" | wc -l)
-[ "$late" -eq 0 ]
-ok $? "no step of the killed leader after its kill"
+leaders selector step "the selector's first leader is killed after its first step" \
+  "the other two lead in turn and do their steps"
 
 # --- prices: two readers and a writer; a reader is killed while reading ---
 path="$root/prices"
