@@ -115,22 +115,28 @@ static void classify(const char *name) {
       zkr__seq_marked(name, "__READ__") || zkr__seq_marked(name, "__rlock__");
   int writer = !reader && (zkr__seq_marked(name, "__WRIT__") ||
                            zkr__seq_marked(name, "__lock__"));
-  const char *k = ls_kind_of(name);
-  CHECK(is(k, "read") == reader && is(k, "write") == writer &&
-            (reader || writer || is(k, "lock")),
-        "'%s' (seq %d): kind '%s', the library says %s", name, seq, k,
+  int lease = !reader && !writer && zkr__seq_marked(name, "-lease-");
+  zkr_role k = zkr__role_of(name, ZKR__IN_LOCK);
+  CHECK((k == ZKR_ROLE_READ) == reader && (k == ZKR_ROLE_WRITE) == writer &&
+            (k == ZKR_ROLE_LEASE) == lease &&
+            (reader || writer || lease || k == ZKR_ROLE_LOCK),
+        "'%s' (seq %d): role '%s', the markers say %s", name, seq,
+        zkr_role_name(k),
         reader   ? "read"
         : writer ? "write"
+        : lease  ? "lease"
                  : "lock");
   int latch = zkr__seq_marked(name, "-latch-");
   int selector = !latch && zkr__seq_marked(name, "-lock-");
-  const char *ek = ls_elect_kind_of(name);
-  CHECK(is(ek, "latch") == latch && is(ek, "selector") == selector &&
-            (latch || selector || is(ek, k)),
-        "'%s' (seq %d): election kind '%s'", name, seq, ek);
+  zkr_role ek = zkr__role_of(name, ZKR__IN_ELECTION);
+  CHECK((ek == ZKR_ROLE_LATCH) == latch &&
+            (ek == ZKR_ROLE_SELECTOR) == selector &&
+            (latch || selector || ek == k),
+        "'%s' (seq %d): election role '%s'", name, seq, zkr_role_name(ek));
   char *kids[1] = {(char *)name};
-  CHECK(ls_elect_layout(kids, 1) == latch, "'%s' (seq %d): election layout %d",
-        name, seq, ls_elect_layout(kids, 1));
+  CHECK((zkr_layout_of(kids, 1) == ZKR_LAYOUT_ELECTION) == latch,
+        "'%s' (seq %d): layout %s", name, seq,
+        zkr_layout_name(zkr_layout_of(kids, 1)));
 }
 
 static void names(char **s, int n, const uint8_t *raw, size_t rawn) {
@@ -140,8 +146,10 @@ static void names(char **s, int n, const uint8_t *raw, size_t rawn) {
     leases |= is(s[i], "leases");
     other |= !is(s[i], "leases") && !is(s[i], "locks");
   }
-  CHECK(ls_sem_layout(s, (size_t)n) == (leases && !other),
-        "%d children: semaphore layout %d", n, ls_sem_layout(s, (size_t)n));
+  CHECK((zkr_layout_of(s, (size_t)n) == ZKR_LAYOUT_SEMAPHORE) ==
+            (leases && !other),
+        "%d children: layout %s", n,
+        zkr_layout_name(zkr_layout_of(s, (size_t)n)));
   for (int i = 0; i < n; i++) {
     classify(s[i]);
     /* and built: PREFIX MARKER "%010d" */

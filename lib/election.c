@@ -55,14 +55,15 @@ struct zkr_election {
 
 /* The latch: lowest number leads; a loss queues again at the back; lead
  * only on a node whose owner is our current session. */
-static const zkr__qpolicy latch_policy = {.name = "latch-",
+static const zkr__qpolicy latch_policy = {.name = ZKR__MARK_LATCH,
                                           .label = "latch",
                                           .on_loss = ZKR__QLOSS_REQUEUE,
                                           .check_owner = 1};
 /* The selector: a mutex whose holder leads; its thread queues again. */
-static const zkr__qpolicy selector_policy = {.name = "lock-", .check_owner = 1};
+static const zkr__qpolicy selector_policy = {.name = ZKR__MARK_LOCK,
+                                             .check_owner = 1};
 /* Listing: every child with a number is a participant, lowest leads. */
-static const zkr__qpolicy any_policy = {.name = "latch-"};
+static const zkr__qpolicy any_policy = {.name = ZKR__MARK_LATCH};
 
 /* ---- options ---- */
 
@@ -417,7 +418,8 @@ static const zkr__qpolicy *any_of(const char *name, void *ctx) {
 int zkr_election_participants(zkr_session *s, const char *path,
                               int64_t timeout_ms, zkr_participant **out,
                               size_t *count) {
-  return zkr__participants(s, path, any_of, NULL, timeout_ms, out, count);
+  return zkr__participants(s, path, any_of, NULL, ZKR__IN_ELECTION, NULL,
+                           timeout_ms, out, count);
 }
 
 int zkr_election_leader(zkr_session *s, const char *path, int64_t timeout_ms,
@@ -488,6 +490,7 @@ static void obs_result(zkr__follow *f, const zkr__snapshot *v, void *ud) {
   if (node) {
     p.node = (char *)node;
     zkr__seq_parse(node, &p.seq);
+    p.role = zkr__role_of(node, ZKR__IN_ELECTION);
     p.is_holder = 1;
     p.session_id = v->child_stat->ephemeralOwner;
     p.czxid = v->child_stat->czxid;

@@ -35,7 +35,7 @@ struct zkr_mutex {
 
 /* The policy: the engine's defaults (every earlier contender blocks; hold
  * with none before; wait on the nearest; idle after a loss). */
-static const zkr__qpolicy mutex_policy = {.name = "lock-",
+static const zkr__qpolicy mutex_policy = {.name = ZKR__MARK_LOCK,
                                           .foreign = zkr__semaphore_child};
 
 static const zkr__qpolicy *mutex_policy_of(const char *name, void *ctx) {
@@ -269,8 +269,8 @@ int zkr_mutex_waiters_ahead(const zkr_mutex *m) {
 
 int zkr_mutex_participants(zkr_session *s, const char *path, int64_t timeout_ms,
                            zkr_participant **out, size_t *count) {
-  return zkr__participants(s, path, mutex_policy_of, NULL, timeout_ms, out,
-                           count);
+  return zkr__participants(s, path, mutex_policy_of, NULL, ZKR__IN_LOCK, NULL,
+                           timeout_ms, out, count);
 }
 
 int zkr_mutex_stats(const zkr_mutex *m, zkr_stats *out, size_t size) {

@@ -56,11 +56,6 @@ int zkr__id_replace(char **slot, const char *id) {
 
 /* ---- states ---- */
 
-int zkr__semaphore_child(const char *name, void *ctx) {
-  (void)ctx;
-  return strcmp(name, "locks") == 0 || strcmp(name, "leases") == 0;
-}
-
 const char *zkr_lock_state_name(zkr_lock_state state) {
   switch (state) {
   case ZKR_LOCK_UNLOCKED:
@@ -164,7 +159,8 @@ static void mark_holders(zkr_participant *arr, size_t n, zkr__policy_of pol_of,
 }
 
 int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
-                      void *ctx, int64_t timeout_ms, zkr_participant **out,
+                      void *ctx, zkr__place place, const char *prefix,
+                      int64_t timeout_ms, zkr_participant **out,
                       size_t *count) {
   if (!s || !out || !count)
     return ZKR_EINVAL;
@@ -224,7 +220,9 @@ int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
     zkr__result *r = &res[i];
     if (r->stat.ephemeralOwner == 0)
       continue; /* a persistent node is never a contender */
-    arr[n].node = zkr__strdup(names[i]);
+    arr[n].node =
+        prefix ? zkr__path_join(prefix, names[i]) : zkr__strdup(names[i]);
+    arr[n].role = zkr__role_of(names[i], place);
     arr[n].seq = seqs[i];
     arr[n].session_id = r->stat.ephemeralOwner;
     arr[n].czxid = r->stat.czxid;

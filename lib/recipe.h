@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "hold.h"
+#include "layout.h"
 
 /* A lock path: a valid path, not "/", not under "/zookeeper". */
 int zkr__lock_path_check(const char *path);
@@ -26,11 +27,6 @@ int zkr__contender_id_check(const char *id);
  * zkr__contender_id_check(); NULL clears it). ZKR_OK, ZKR_EINVAL,
  * ZKR_ENOMEM; *@slot is unchanged on failure. */
 int zkr__id_replace(char **slot, const char *id);
-
-/* A policy's foreign rule for the recipes that queue right under their
- * path (mutex, read-write lock): the children a semaphore keeps there
- * ("locks", "leases": Curator's InterProcessSemaphoreV2 layout). */
-int zkr__semaphore_child(const char *name, void *ctx);
 
 /* Reentrancy: which thread holds, and how many times. The engine holds
  * the node once; the extra holds of the owner thread are counted here. */
@@ -61,11 +57,13 @@ int zkr__owner_count(const zkr__owner *o, zkr__queue *q);
 typedef const zkr__qpolicy *(*zkr__policy_of)(const char *name, void *ctx);
 
 /* The contenders of the queue at @path in order, each with is_holder set
- * by its own policy's blocks and holds rules. Children without a sequence
- * number and persistent ones (no ephemeral owner) are not contenders. */
+ * by its own policy's blocks and holds rules and its role by its name at
+ * @place. Children without a sequence number and persistent ones (no
+ * ephemeral owner) are not contenders. With @prefix, each node's name is
+ * "@prefix/NAME" (a semaphore's, relative to the semaphore's path). */
 int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
-                      void *ctx, int64_t timeout_ms, zkr_participant **out,
-                      size_t *count);
+                      void *ctx, zkr__place place, const char *prefix,
+                      int64_t timeout_ms, zkr_participant **out, size_t *count);
 
 /* ---- mutex objects of other policies (mutex.c) ---- */
 

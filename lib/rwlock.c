@@ -18,34 +18,27 @@ struct zkr_rwlock {
   zkr_mutex *write;
 };
 
-/* Is @name a reader's node: "__READ__" (Curator, zkr) or "__rlock__"
- * (kazoo) right before its sequence number? */
-static int is_reader(const char *name) {
-  return zkr__seq_marked(name, "__READ__") ||
-         zkr__seq_marked(name, "__rlock__");
-}
-
 /* A reader is blocked by every earlier contender that is not a reader. */
 static int reader_blocked_by(const char *name, void *ctx) {
   (void)ctx;
-  return !is_reader(name);
+  return !zkr__is_reader(name);
 }
 
-static const zkr__qpolicy read_policy = {.name = "__READ__",
+static const zkr__qpolicy read_policy = {.name = ZKR__MARK_READ,
                                          .label = "read",
                                          .blocks = reader_blocked_by,
                                          .foreign = zkr__semaphore_child};
 /* A writer lists once more before it holds: a downgrade's read node
  * takes the number of a write node that was queued before it, so it can
  * appear before the writer after the writer's listing. */
-static const zkr__qpolicy write_policy = {.name = "__WRIT__",
+static const zkr__qpolicy write_policy = {.name = ZKR__MARK_WRITE,
                                           .label = "write",
                                           .verify = 1,
                                           .foreign = zkr__semaphore_child};
 
 static const zkr__qpolicy *policy_of(const char *name, void *ctx) {
   (void)ctx;
-  return is_reader(name) ? &read_policy : &write_policy;
+  return zkr__is_reader(name) ? &read_policy : &write_policy;
 }
 
 /* The read half's gate: the thread that holds the write half downgrades
@@ -114,5 +107,6 @@ zkr_mutex *zkr_rwlock_write_lock(zkr_rwlock *rw) {
 int zkr_rwlock_participants(zkr_session *s, const char *path,
                             int64_t timeout_ms, zkr_participant **out,
                             size_t *count) {
-  return zkr__participants(s, path, policy_of, NULL, timeout_ms, out, count);
+  return zkr__participants(s, path, policy_of, NULL, ZKR__IN_LOCK, NULL,
+                           timeout_ms, out, count);
 }

@@ -15,7 +15,7 @@
 
 /* ---- participants ---- */
 
-static const zkr__qpolicy part_pol = {.name = "lock-"};
+static const zkr__qpolicy part_pol = {.name = ZKR__MARK_LOCK};
 
 static const zkr__qpolicy *part_policy_of(const char *name, void *ctx) {
   (void)name;
@@ -32,19 +32,21 @@ int zkr_semaphore_participants(zkr_session *s, const char *path, int limit,
   int rc = zkr__path_call_check(path);
   if (rc != ZKR_OK)
     return rc;
-  char *lp = zkr__path_join(path, "leases");
-  char *kp = zkr__path_join(path, "locks");
+  char *lp = zkr__path_join(path, ZKR__SEM_LEASES);
+  char *kp = zkr__path_join(path, ZKR__SEM_ADMISSION);
   zkr_participant *l = NULL, *w = NULL;
   size_t nl = 0, nw = 0;
   int64_t deadline = zkr__deadline(timeout_ms);
   rc = lp && kp ? ZKR_OK : ZKR_ENOMEM;
   if (rc == ZKR_OK)
-    rc = zkr__participants(s, kp, part_policy_of, NULL, timeout_ms, &w, &nw);
+    rc = zkr__participants(s, kp, part_policy_of, NULL, ZKR__IN_ADMISSION,
+                           ZKR__SEM_ADMISSION, timeout_ms, &w, &nw);
   if (rc == ZKR_OK) {
     int64_t left = deadline < 0 ? -1 : deadline - zkr__now_ms();
     rc = left == 0 || left < -1
              ? ZKR_ETIMEDOUT
-             : zkr__participants(s, lp, part_policy_of, NULL, left, &l, &nl);
+             : zkr__participants(s, lp, part_policy_of, NULL, ZKR__IN_LEASES,
+                                 ZKR__SEM_LEASES, left, &l, &nl);
   }
   free(lp);
   free(kp);

@@ -59,8 +59,7 @@ static void layout_read(zkr__follow *f, const zkr__snapshot *v, void *ud) {
   if (!sem->obj.freed && sem->layout == P_READING) {
     int foreign = 0;
     for (int i = 0; v->rc == ZKR_OK && i < v->names->count; i++)
-      foreign |= strcmp(v->names->data[i], "locks") != 0 &&
-                 strcmp(v->names->data[i], "leases") != 0;
+      foreign |= !zkr__semaphore_child(v->names->data[i], NULL);
     if (v->rc == ZKR_OK &&
         (foreign || zkr__sem_is_number(v->data, v->datalen))) {
       sem->layout = P_FAILED;

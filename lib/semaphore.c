@@ -488,8 +488,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   zkr__obj_init(&sem->obj, s, sem_destroy);
   sem->path = zkr__strdup(path);
-  sem->locks = zkr__path_join(path, "locks");
-  sem->leases = zkr__path_join(path, "leases");
+  sem->locks = zkr__path_join(path, ZKR__SEM_ADMISSION);
+  sem->leases = zkr__path_join(path, ZKR__SEM_LEASES);
   sem->count_path = cpath ? zkr__strdup(cpath) : NULL;
   if (!sem->path || !sem->locks || !sem->leases || (cpath && !sem->count_path))
     goto nomem;
@@ -497,8 +497,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
       zkr__contender_data(opts ? opts->id : NULL, sem->data, sizeof sem->data);
   sem->fixed_limit = limit;
   atomic_store(&sem->limit, limit);
-  sem->adm_pol.name = "lock-";
-  sem->lease_pol.name = "lease-";
+  sem->adm_pol.name = ZKR__MARK_LOCK;
+  sem->lease_pol.name = ZKR__MARK_LEASE;
   sem->lease_pol.label = "lease";
   sem->lease_pol.wait = ZKR__QWAIT_CHILDREN;
   sem->lease_pol.count_all = 1;

@@ -118,30 +118,6 @@ int main(void) {
   ok(!parse_owner("host=h pid=x", &o) && !parse_owner("10.0.0.5", &o),
      "not zkr's data");
 
-  /* found by fuzz/fuzz-ls (corpus: names): below -999999999 the sequence
-   * number has 11 characters, and readers and writers were shown as
-   * "lock" */
-  static const char *const kinds[][3] = {
-      {"_c_x-__READ__-1000000005", "read", "read"},
-      {"_c_x-__WRIT__-2147483648", "write", "write"},
-      {"k__rlock__-1500000000", "read", "read"},
-      {"k__lock__-1000000000", "write", "write"},
-      {"_c_x-lock--1000000005", "lock", "selector"},
-      {"_c_x-latch--1000000005", "lock", "latch"},
-      {"_c_x-__READ__-000000005", "read", "read"},
-      {"_c_x-__READ__0000000005", "read", "read"},
-      {"_c_x-lock-1000000005", "lock", "selector"},
-      {"_c_x-latch-1000000005", "lock", "latch"},
-      {"_c_x-__READ__--000000005", "lock", "lock"},
-      {"_c_x-__READ__-0000000005", "lock", "lock"}};
-  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    ok(strcmp(ls_kind_of(kinds[i][0]), kinds[i][1]) == 0 &&
-           strcmp(ls_elect_kind_of(kinds[i][0]), kinds[i][2]) == 0,
-       "%s: %s, in an election %s (got %s, %s)", kinds[i][0], kinds[i][1],
-       kinds[i][2], ls_kind_of(kinds[i][0]), ls_elect_kind_of(kinds[i][0]));
-  char *latch[] = {(char *)"_c_x-latch--1000000005"};
-  ok(ls_elect_layout(latch, 1), "an election whose counter wrapped that far");
-
   /* found by fuzz/fuzz-ls (corpus: table-ctrl, table-utf8-cut): the table
    * printed the host and id of node data raw (a terminal escape in the
    * data reached the terminal) and cut them inside a character */

@@ -104,6 +104,7 @@ static void test_latch(void) {
   ok(strcmp(l.node, name) == 0 && l.data && strstr(l.data, " id=a") &&
          l.session_id == zkr_session_id(a.s) && l.czxid == r.stat.czxid,
      "is a (%s)", l.data ? l.data : "?");
+  is(l.role, ZKR_ROLE_LATCH, "in the role latch");
   free(l.node);
   free(l.data);
   ok(strcmp(order(path), "a b c") == 0, "participants: %s", order(path));
@@ -305,6 +306,8 @@ static void test_selector(void) {
   zkr_election_participants(admin, path, 5000, &p, &n);
   ok(n >= 1 && strstr(p[0].node, "-lock-") != NULL,
      "selector nodes are Curator LeaderSelector's (mutex) nodes");
+  ok(n >= 1 && p[0].role == ZKR_ROLE_SELECTOR, "in the role selector (%s)",
+     n ? zkr_role_name(p[0].role) : "?");
   zkr_participants_free(p, n);
   zkt_who_close(&r[0].w);
   zkt_who_close(&r[1].w);

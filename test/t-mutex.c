@@ -130,6 +130,8 @@ static void test_basic(zkr_session *s) {
   ok(n == 1 && p[0].is_holder && p[0].session_id == zkr_session_id(s) &&
          p[0].czxid == t1 && strstr(p[0].data, "id=job-7"),
      "one participant, the holder");
+  ok(n == 1 && p[0].role == ZKR_ROLE_LOCK, "in the role lock (%s)",
+     n ? zkr_role_name(p[0].role) : "?");
   zkr_participants_free(p, n);
 
   is(zkr_mutex_release(a), ZKR_OK, "a releases");

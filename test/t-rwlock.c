@@ -161,11 +161,14 @@ static void test_naming_and_sharing(void) {
   size_t n = 0;
   is(zkr_rwlock_participants(admin, path, 5000, &p, &n), ZKR_OK,
      "participants");
-  int holders = 0;
-  for (size_t i = 0; i < n; i++)
+  int holders = 0, readers = 0;
+  for (size_t i = 0; i < n; i++) {
     holders += p[i].is_holder;
+    readers += p[i].role == ZKR_ROLE_READ;
+  }
   ok(n == 3 && holders == 3, "three participants, all holders (%zu, %d)", n,
      holders);
+  is(readers, 3, "each in the role read");
   zkr_participants_free(p, n);
 
   for (int i = 0; i < 3; i++)

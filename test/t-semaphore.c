@@ -214,6 +214,14 @@ static void test_layout_and_limit(void) {
      "2 in the admission queue: C admitted, D waiting");
   ok(lp && lp[0].data && strstr(lp[0].data, "pid="), "lease data: %s",
      lp && lp[0].data ? lp[0].data : "?");
+  ok(nl == 3 && nw == 2 && lp[0].role == ZKR_ROLE_LEASE &&
+         lp[2].role == ZKR_ROLE_LEASE && wp[0].role == ZKR_ROLE_ADMISSION &&
+         wp[1].role == ZKR_ROLE_ADMISSION,
+     "roles: lease, admission");
+  ok(nl == 3 && nw == 2 && strncmp(lp[0].node, "leases/_c_", 10) == 0 &&
+         strncmp(wp[0].node, "locks/_c_", 9) == 0,
+     "names relative to the path: %s, %s", nl ? lp[0].node : "?",
+     nw ? wp[0].node : "?");
   zkr_participants_free(lp, nl);
   zkr_participants_free(wp, nw);
   uint64_t dev = zkr__session_node_events(d.s);

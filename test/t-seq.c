@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tap.h"
+#include "layout.h"
 #include "zkr-private.h"
 
 static int32_t seq_of(const char *name) {
@@ -104,5 +105,71 @@ int main(void) {
   ok(!zkr__seq_marked("__READ__", "__READ__") &&
          !zkr__seq_marked("_c_u-__READ__12", "__READ__"),
      "no sequence number: no marker");
+  /* found by fuzz/fuzz-ls (corpus: names): below -999999999 the sequence
+   * number has 11 characters, and readers and writers were shown as
+   * "lock" */
+  static const char *const kinds[][3] = {
+      {"_c_x-__READ__-1000000005", "read", "read"},
+      {"_c_x-__WRIT__-2147483648", "write", "write"},
+      {"k__rlock__-1500000000", "read", "read"},
+      {"k__lock__-1000000000", "write", "write"},
+      {"_c_x-lock--1000000005", "lock", "selector"},
+      {"_c_x-latch--1000000005", "lock", "latch"},
+      {"_c_x-__READ__-000000005", "read", "read"},
+      {"_c_x-__READ__0000000005", "read", "read"},
+      {"_c_x-lock-1000000005", "lock", "selector"},
+      {"_c_x-latch-1000000005", "lock", "latch"},
+      {"_c_x-lease-0000000003", "lease", "lease"},
+      {"_c_x-__READ__--000000005", "lock", "lock"},
+      {"_c_x-__READ__-0000000005", "lock", "lock"},
+      {"no-number", "other", "other"}};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+    const char *k = zkr_role_name(zkr__role_of(kinds[i][0], ZKR__IN_LOCK));
+    const char *e = zkr_role_name(zkr__role_of(kinds[i][0], ZKR__IN_ELECTION));
+    ok(strcmp(k, kinds[i][1]) == 0 && strcmp(e, kinds[i][2]) == 0,
+       "%s: %s, in an election %s (got %s, %s)", kinds[i][0], kinds[i][1],
+       kinds[i][2], k, e);
+  }
+  ok(zkr__role_of("_c_x-lock-0000000001", ZKR__IN_LEASES) == ZKR_ROLE_LEASE &&
+         zkr__role_of("_c_x-lock-0000000001", ZKR__IN_ADMISSION) ==
+             ZKR_ROLE_ADMISSION,
+     "a semaphore's contenders: lease, admission by their place");
+  ok(strcmp(zkr_role_name((zkr_role)99), "other") == 0 &&
+         strcmp(zkr_layout_name((zkr_layout)99), "other") == 0,
+     "an unknown role or layout is named other");
+
+  /* which recipe the children of a path show */
+  char *latch[] = {(char *)"_c_x-latch--1000000005"};
+  char *sem[] = {(char *)"locks", (char *)"leases"};
+  char *locks_only[] = {(char *)"locks"};
+  char *sem_more[] = {(char *)"leases", (char *)"x"};
+  char *rw[] = {(char *)"_c_a-lock-0000000001",
+                (char *)"_c_b-__READ__0000000002"};
+  char *writer[] = {(char *)"_c_a-__WRIT__0000000001"};
+  char *kz[] = {(char *)"a__lock__0000000001", (char *)"b__lock__0000000002"};
+  char *mutex[] = {(char *)"_c_a-lock-0000000001", (char *)"other"};
+  char *kzsem[] = {(char *)"0123456789abcdef0123456789abcdef"};
+  char *other[] = {(char *)"config", (char *)"1234"};
+  struct {
+    char **kids;
+    size_t n;
+    zkr_layout want;
+    const char *what;
+  } lay[] = {
+      {latch, 1, ZKR_LAYOUT_ELECTION, "an election whose counter wrapped"},
+      {sem, 2, ZKR_LAYOUT_SEMAPHORE, "locks and leases: a semaphore"},
+      {locks_only, 1, ZKR_LAYOUT_OTHER, "locks alone: other"},
+      {sem_more, 2, ZKR_LAYOUT_OTHER, "leases and another child: other"},
+      {rw, 2, ZKR_LAYOUT_RWLOCK, "a reader: a read-write lock"},
+      {writer, 1, ZKR_LAYOUT_RWLOCK, "a __WRIT__ writer: a read-write lock"},
+      {kz, 2, ZKR_LAYOUT_LOCK, "kazoo's __lock__ nodes: a lock"},
+      {mutex, 2, ZKR_LAYOUT_LOCK, "a mutex's node among others: a lock"},
+      {kzsem, 1, ZKR_LAYOUT_KAZOO_SEMAPHORE, "a uuid: kazoo's semaphore"},
+      {other, 2, ZKR_LAYOUT_OTHER, "no contender: other"},
+      {other, 0, ZKR_LAYOUT_NONE, "no children: none"},
+      {NULL, 3, ZKR_LAYOUT_NONE, "NULL: none"}};
+  for (size_t i = 0; i < sizeof lay / sizeof *lay; i++)
+    ok(zkr_layout_of(lay[i].kids, lay[i].n) == lay[i].want, "%s (%s)",
+       lay[i].what, zkr_layout_name(zkr_layout_of(lay[i].kids, lay[i].n)));
   return tap_done();
 }

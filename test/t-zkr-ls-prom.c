@@ -33,12 +33,13 @@ static const char *label(const char *s, size_t max) {
   return buf;
 }
 
-/* A participant: node @node, holder or not, created @age_ms ago, with
- * @data. */
-static zkr_participant part(const char *node, int holder, int64_t age_ms,
-                            const char *data) {
+/* A participant as the library gives it: role @role, node @node, holder
+ * or not, created @age_ms ago, with @data. */
+static zkr_participant part(zkr_role role, const char *node, int holder,
+                            int64_t age_ms, const char *data) {
   zkr_participant p;
   memset(&p, 0, sizeof p);
+  p.role = role;
   p.node = (char *)node;
   p.is_holder = holder;
   p.session_id = 0x1234;
@@ -142,18 +143,23 @@ int main(void) {
   /* ---- the figures of each recipe ---- */
   char zdata[] = "host=h1 pid=42 id=job \"x\"";
   zkr_participant mx[] = {
-      part("_c_a-lock-0000000001", 1, 9000, zdata),
-      part("_c_b-lock-0000000002", 0, 5000, "host=h2 pid=43 id=w1"),
-      part("_c_c-lock-0000000003", 0, 2000, "10.0.0.7"),
+      part(ZKR_ROLE_LOCK, "_c_a-lock-0000000001", 1, 9000, zdata),
+      part(ZKR_ROLE_LOCK, "_c_b-lock-0000000002", 0, 5000,
+           "host=h2 pid=43 id=w1"),
+      part(ZKR_ROLE_LOCK, "_c_c-lock-0000000003", 0, 2000, "10.0.0.7"),
   };
   struct ls_view v = {mx, 3, 0, 0};
   prom_collect("/r/mutex", &v);
 
   zkr_participant rw[] = {
-      part("_c_a-__READ__0000000001", 1, 4000, "host=h pid=1 id=r1"),
-      part("_c_b-__READ__0000000002", 1, 3000, "host=h pid=2 id=r2"),
-      part("_c_c-__WRIT__0000000003", 0, 2000, "host=h pid=3 id=w"),
-      part("_c_d-__READ__0000000004", 0, 1000, "host=h pid=4 id=r3"),
+      part(ZKR_ROLE_READ, "_c_a-__READ__0000000001", 1, 4000,
+           "host=h pid=1 id=r1"),
+      part(ZKR_ROLE_READ, "_c_b-__READ__0000000002", 1, 3000,
+           "host=h pid=2 id=r2"),
+      part(ZKR_ROLE_WRITE, "_c_c-__WRIT__0000000003", 0, 2000,
+           "host=h pid=3 id=w"),
+      part(ZKR_ROLE_READ, "_c_d-__READ__0000000004", 0, 1000,
+           "host=h pid=4 id=r3"),
   };
   v = (struct ls_view){rw, 4, 0, 0};
   prom_collect("/r/rw", &v);
@@ -162,10 +168,14 @@ int main(void) {
    * lease node, and two contenders queued for admission (the first of
    * them the admitted one) */
   zkr_participant sem[] = {
-      part("leases/_c_a-lease-0000000000", 1, 8000, "host=h pid=5 id=s1"),
-      part("leases/_c_b-lease-0000000001", 0, 3000, "host=h pid=6 id=s2"),
-      part("locks/_c_b-lock-0000000001", 0, 3500, "host=h pid=6 id=s2"),
-      part("locks/_c_c-lock-0000000002", 0, 1000, "host=h pid=7 id=s3"),
+      part(ZKR_ROLE_LEASE, "leases/_c_a-lease-0000000000", 1, 8000,
+           "host=h pid=5 id=s1"),
+      part(ZKR_ROLE_LEASE, "leases/_c_b-lease-0000000001", 0, 3000,
+           "host=h pid=6 id=s2"),
+      part(ZKR_ROLE_ADMISSION, "locks/_c_b-lock-0000000001", 0, 3500,
+           "host=h pid=6 id=s2"),
+      part(ZKR_ROLE_ADMISSION, "locks/_c_c-lock-0000000002", 0, 1000,
+           "host=h pid=7 id=s3"),
   };
   sem[0].session_id = 1;
   sem[1].session_id = sem[2].session_id = 2; /* the admitted contender */
@@ -177,8 +187,10 @@ int main(void) {
    * client of another layout, or one that left admission early): a
    * waiter of its own */
   zkr_participant sem2[] = {
-      part("leases/_c_a-lease-0000000000", 1, 4000, "host=h pid=8 id=t1"),
-      part("leases/_c_b-lease-0000000001", 0, 2000, "host=h pid=9 id=t2"),
+      part(ZKR_ROLE_LEASE, "leases/_c_a-lease-0000000000", 1, 4000,
+           "host=h pid=8 id=t1"),
+      part(ZKR_ROLE_LEASE, "leases/_c_b-lease-0000000001", 0, 2000,
+           "host=h pid=9 id=t2"),
   };
   sem2[0].session_id = 8;
   sem2[1].session_id = 9;
@@ -186,14 +198,15 @@ int main(void) {
   prom_collect("/r/sem2", &v);
 
   zkr_participant el[] = {
-      part("_c_a-latch-0000000000", 1, 6000, "sched-1"),
-      part("_c_b-latch-0000000001", 0, 2000, "sched-2"),
+      part(ZKR_ROLE_LATCH, "_c_a-latch-0000000000", 1, 6000, "sched-1"),
+      part(ZKR_ROLE_LATCH, "_c_b-latch-0000000001", 0, 2000, "sched-2"),
   };
   v = (struct ls_view){el, 2, 0, 1};
   prom_collect("/r/elect", &v);
 
   /* kazoo's Lock: "__lock__" nodes, a lock (not a read-write lock) */
-  zkr_participant kz[] = {part("abc__lock__0000000000", 1, 1000, "kazoo")};
+  zkr_participant kz[] = {
+      part(ZKR_ROLE_WRITE, "abc__lock__0000000000", 1, 1000, "kazoo")};
   v = (struct ls_view){kz, 1, 0, 0};
   prom_collect("/r/kazoo", &v);
 

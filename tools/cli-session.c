@@ -101,28 +101,6 @@ static const char *refusing_node(zkr_session *s, const char *path,
   }
 }
 
-/* Is @name a contender node whose recipe marker is @marker, right before
- * its 10-digit sequence number? */
-static int marked(const char *name, const char *marker) {
-  size_t n = strlen(name), m = strlen(marker);
-  if (n < m + 10)
-    return 0;
-  for (size_t i = n - 10; i < n; i++)
-    if (name[i] < '0' || name[i] > '9')
-      return 0;
-  return strncmp(name + n - 10 - m, marker, m) == 0;
-}
-
-/* 32 lower-case hex digits and nothing else? */
-static int hex32(const char *name) {
-  size_t i = 0;
-  for (; name[i]; i++)
-    if (!((name[i] >= '0' && name[i] <= '9') ||
-          (name[i] >= 'a' && name[i] <= 'f')))
-      return 0;
-  return i == 32;
-}
-
 /* What the children of @path show it holds, for a ZKR_EFOREIGN message. */
 static const char *layout_found(zkr_session *s, const char *path, char *buf,
                                 size_t len) {
@@ -130,39 +108,35 @@ static const char *layout_found(zkr_session *s, const char *path, char *buf,
   size_t n = 0;
   if (zkr_session_children(s, path, 5000, &kids, &n) != ZKR_OK)
     return NULL;
-  int sem = 0, rw = 0, mutex = 0, lease = 0, latch = 0;
-  const char *other = NULL;
-  for (size_t i = 0; i < n; i++) {
-    const char *k = kids[i];
-    if (strcmp(k, "locks") == 0 || strcmp(k, "leases") == 0)
-      sem = 1;
-    else if (marked(k, "__READ__") || marked(k, "__WRIT__") ||
-             marked(k, "__rlock__") || marked(k, "__lock__"))
-      rw = 1;
-    else if (marked(k, "-lock-"))
-      mutex = 1;
-    else if (marked(k, "-lease-") || hex32(k))
-      lease = 1; /* (kazoo's lease nodes: a uuid's 32 hex digits) */
-    else if (marked(k, "latch-"))
-      latch = 1;
-    else if (!other)
-      other = k;
+  const char *what = NULL;
+  switch (zkr_layout_of(kids, n)) {
+  case ZKR_LAYOUT_SEMAPHORE:
+    what = "a semaphore's (children locks and leases)";
+    break;
+  case ZKR_LAYOUT_KAZOO_SEMAPHORE:
+    what = "kazoo's semaphore (lease nodes right under the path)";
+    break;
+  case ZKR_LAYOUT_RWLOCK:
+    what = "a read-write lock's nodes";
+    break;
+  case ZKR_LAYOUT_LOCK:
+    what = "a mutex's nodes";
+    break;
+  case ZKR_LAYOUT_ELECTION:
+    what = "an election's nodes";
+    break;
+  case ZKR_LAYOUT_NONE:
+    what = "kazoo's semaphore (a number in the path's data)";
+    break;
+  default:
+    break;
   }
-  const char *what =
-      sem      ? "a semaphore's (children locks and leases)"
-      : lease  ? "kazoo's semaphore (lease nodes right under the path)"
-      : rw     ? "a read-write lock's nodes"
-      : mutex  ? "a mutex's nodes"
-      : latch  ? "an election's nodes"
-      : other  ? NULL
-      : n == 0 ? "kazoo's semaphore (a number in the path's data)"
-               : NULL;
   if (what)
     snprintf(buf, len, "found %s", what);
-  else if (other)
-    snprintf(buf, len, "found the node %s", esc(other));
+  else if (n > 0)
+    snprintf(buf, len, "found the node %s", esc(kids[0]));
   zkr_children_free(kids, n);
-  return what || other ? buf : NULL;
+  return what || n > 0 ? buf : NULL;
 }
 
 const char *why_acquire_failed(zkr_session *s, int rc, const char *path,

@@ -105,18 +105,6 @@ static int queue_of(zkr_session *s, const char *path, int elect,
   return ZKR_OK;
 }
 
-/* "@prefix/@name" in place of @name; 0 when out of memory. */
-static int prefix_node(char **name, const char *prefix) {
-  size_t len = strlen(prefix) + strlen(*name) + 2;
-  char *full = malloc(len);
-  if (!full)
-    return 0;
-  snprintf(full, len, "%s/%s", prefix, *name);
-  free(*name);
-  *name = full;
-  return 1;
-}
-
 /* The semaphore at @path: its lease nodes, holders by the library's rule
  * with the limit --permits; without it, the newest lease node of the
  * admitted contender waits (its owner is admitted while it waits, and
@@ -147,11 +135,6 @@ static int sem_view(zkr_session *s, const char *path, struct ls_view *v) {
   }
   free(l);
   free(w);
-  for (size_t i = 0; i < k; i++)
-    if (!prefix_node(&all[i].node, i < nl ? "leases" : "locks")) {
-      zkr_participants_free(all, k);
-      return ZKR_ENOMEM;
-    }
   v->p = all;
   v->n = k;
   v->sem = 1;
@@ -193,9 +176,10 @@ static int list_one(zkr_session *s, const char *path) {
   if (rc == ZKR_ENONODE && no_node(s, path))
     return 1;
   struct ls_view v = {NULL, 0, 0, 0};
-  rc = rc == ZKR_OK && ls_sem_layout(kids, nk)
+  zkr_layout l = rc == ZKR_OK ? zkr_layout_of(kids, nk) : ZKR_LAYOUT_NONE;
+  rc = l == ZKR_LAYOUT_SEMAPHORE
            ? sem_view(s, path, &v)
-           : queue_of(s, path, rc == ZKR_OK && ls_elect_layout(kids, nk), &v);
+           : queue_of(s, path, l == ZKR_LAYOUT_ELECTION, &v);
   zkr_children_free(kids, nk);
   if (rc != ZKR_OK)
     return ls_fail(rc, "cannot read", path);
@@ -229,7 +213,8 @@ int ls_walk(zkr_session *s, const char *path, int top) {
   }
   if (rc != ZKR_OK)
     return ls_fail(rc, "cannot list", path);
-  if (ls_sem_layout(kids, n)) {
+  zkr_layout layout = zkr_layout_of(kids, n);
+  if (layout == ZKR_LAYOUT_SEMAPHORE) {
     /* a semaphore: shown as one; its locks and leases are its own */
     struct ls_view v = {NULL, 0, 0, 0};
     rc = sem_view(s, path, &v);
@@ -251,7 +236,7 @@ int ls_walk(zkr_session *s, const char *path, int top) {
   struct ls_view v = {NULL, 0, 0, 0};
   char **ephemeral = NULL; /* the contenders' names, sorted */
   if (is_lock) {
-    rc = queue_of(s, path, ls_elect_layout(kids, n), &v);
+    rc = queue_of(s, path, layout == ZKR_LAYOUT_ELECTION, &v);
     if (rc != ZKR_OK && skippable(rc)) {
       skip(path, zkr_strerror(rc)); /* its queue; its subtree goes on */
     } else if (rc != ZKR_OK) {

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -76,91 +77,21 @@ static void fmt_age(int64_t ms, char *buf, size_t len) {
              (ms / 60000) % 60);
 }
 
-static int ends_with_at(const char *name, size_t end, const char *marker) {
-  size_t ml = strlen(marker);
-  return end >= ml && memcmp(name + end - ml, marker, ml) == 0;
-}
-
-/* Does @marker stand right before the sequence number that @name ends
- * with? "%010d" writes ten characters ("0000000042", "-000000005"), but
- * eleven below -999999999 ("-1000000005", without a leading zero): the
- * readers and writers of a lock whose counter wrapped that far were once
- * all shown as "lock". */
-static int marked(const char *name, const char *marker) {
-  size_t n = strlen(name);
-  if (n < 10)
-    return 0;
-  if (ends_with_at(name, n - 10, marker))
-    return 1;
-  return n >= 11 && name[n - 11] == '-' && name[n - 10] >= '1' &&
-         name[n - 10] <= '9' && ends_with_at(name, n - 11, marker);
-}
-
-/* The kind of a contender: of a semaphore, from its place, "lease" or
- * "admission" (queued for the admission mutex); of a lock, from the
- * marker before its sequence number: "read" (Curator's and zkr's
- * __READ__, kazoo's __rlock__), "write" (__WRIT__, kazoo's WriteLock
- * __lock__), else "lock" (a mutex's node: exclusive, and a writer to a
- * read-write lock). */
-const char *ls_kind_of(const char *name) {
-  if (strncmp(name, "leases/", 7) == 0)
-    return "lease";
-  if (strncmp(name, "locks/", 6) == 0)
-    return "admission";
-  if (marked(name, "__READ__") || marked(name, "__rlock__"))
-    return "read";
-  if (marked(name, "__WRIT__") || marked(name, "__lock__"))
-    return "write";
-  return "lock";
-}
-
-/* The kind of a participant of an election: "latch" (Curator's
- * LeaderLatch layout, zkr_election_start()), "selector" (a "-lock-" node:
- * LeaderSelector's, zkr_election_run()), else as for a lock. */
-const char *ls_elect_kind_of(const char *name) {
-  if (marked(name, "-latch-"))
-    return "latch";
-  if (marked(name, "-lock-"))
-    return "selector";
-  return ls_kind_of(name);
-}
-
-/* Is one of @kids, the children of a node, a latch participant's? */
-int ls_elect_layout(char *const *kids, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (ls_has_seq(kids[i]) && marked(kids[i], "-latch-"))
-      return 1;
-  return 0;
-}
-
-/* Are @kids, the children of a node, a semaphore's: "leases", maybe
- * "locks" (its admission mutex), and nothing else? ("locks" alone is a
- * semaphore's only between its first admission and its first lease node,
- * but lasts as the parent of a mutex at PATH/locks.) */
-int ls_sem_layout(char *const *kids, size_t n) {
-  int leases = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (strcmp(kids[i], "leases") == 0)
-      leases = 1;
-    else if (strcmp(kids[i], "locks") != 0)
-      return 0;
-  }
-  return leases;
-}
-
-/* The type of lock @v is: a semaphore, an election, a read-write lock
- * (a reader, or a writer by zkr's and Curator's marker), else a lock
- * (a mutex's nodes; kazoo's Lock and WriteLock name theirs alike). */
+/* The type of lock @v is: a semaphore, an election, else what its
+ * contenders' names show (a read-write lock, or a lock). */
 const char *ls_type_of(const struct ls_view *v) {
   if (v->sem)
     return "semaphore";
   if (v->elect)
     return "election";
+  char **names = calloc(v->n ? v->n : 1, sizeof *names);
+  if (!names)
+    return "lock";
   for (size_t i = 0; i < v->n; i++)
-    if (strcmp(ls_kind_of(v->p[i].node), "read") == 0 ||
-        marked(v->p[i].node, "__WRIT__"))
-      return "rwlock";
-  return "lock";
+    names[i] = v->p[i].node;
+  zkr_layout l = zkr_layout_of(names, v->n);
+  free(names);
+  return l == ZKR_LAYOUT_RWLOCK ? "rwlock" : "lock";
 }
 
 /* The line above a semaphore's table: leases held (of the limit, if
@@ -168,7 +99,7 @@ const char *ls_type_of(const struct ls_view *v) {
 static void sem_heading(const char *path, const struct ls_view *v) {
   size_t held = 0, waiting = 0;
   for (size_t i = 0; i < v->n; i++) {
-    if (strcmp(ls_kind_of(v->p[i].node), "lease") == 0)
+    if (v->p[i].role == ZKR_ROLE_LEASE)
       held += v->p[i].is_holder != 0;
     else
       waiting++;
@@ -178,10 +109,6 @@ static void sem_heading(const char *path, const struct ls_view *v) {
   if (ls_permits)
     printf(" of %ld", ls_permits);
   printf(", %zu waiting%s\n", waiting, v->n ? "" : " (free)");
-}
-
-const char *ls_kind_in(const struct ls_view *v, const char *name) {
-  return v->elect ? ls_elect_kind_of(name) : ls_kind_of(name);
 }
 
 void ls_show_queue(const char *path, const struct ls_view *v) {
@@ -206,7 +133,7 @@ void ls_show_queue(const char *path, const struct ls_view *v) {
       printf(",\"seq\":%" PRId32 ",\"role\":\"%s\",\"kind\":\"%s\","
              "\"token\":%" PRId64 ",\"session\":\"0x%" PRIx64 "\"",
              p[i].seq, p[i].is_holder ? "holder" : "waiter",
-             ls_kind_in(v, p[i].node), p[i].czxid, (uint64_t)p[i].session_id);
+             zkr_role_name(p[i].role), p[i].czxid, (uint64_t)p[i].session_id);
       if (ours)
         json_owner(stdout, &o);
       printf(",\"data\":");
@@ -229,8 +156,8 @@ void ls_show_queue(const char *path, const struct ls_view *v) {
     return;
   int kw = 5; /* the KIND column: as wide as its widest value */
   for (size_t i = 0; i < n; i++)
-    if ((int)strlen(ls_kind_in(v, p[i].node)) > kw)
-      kw = (int)strlen(ls_kind_in(v, p[i].node));
+    if ((int)strlen(zkr_role_name(p[i].role)) > kw)
+      kw = (int)strlen(zkr_role_name(p[i].role));
   printf("%-4s %-6s %-11s %-12s %-18s %-8s %-16s %-16s %-7s %-*s %s\n", "POS",
          "ROLE", "SEQ", "TOKEN", "SESSION", "AGE", "ID", "HOST", "PID", kw,
          "KIND", "NODE");
@@ -253,7 +180,7 @@ void ls_show_queue(const char *path, const struct ls_view *v) {
     printf("%-4zu %-6s %010" PRId32 "  %-12" PRId64
            " %-18s %-8s %-16s %-16s %-7s %-*s %s\n",
            i + 1, p[i].is_holder ? "holder" : "waiter", p[i].seq, p[i].czxid,
-           sess, age, id, host, pid, kw, ls_kind_in(v, p[i].node),
+           sess, age, id, host, pid, kw, zkr_role_name(p[i].role),
            esc(p[i].node));
   }
 }

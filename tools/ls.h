@@ -1,6 +1,6 @@
 /* What zkr-ls makes of the nodes it reads (ls.c): contenders and their
- * kinds, the layouts of a semaphore and of an election, and one queue
- * printed as a table or as JSON. */
+ * types (by the library's layouts), and one queue printed as a table or
+ * as JSON. */
 #ifndef ZKR_TOOLS_LS_H
 #define ZKR_TOOLS_LS_H
 
@@ -35,21 +35,8 @@ int ls_has_seq(const char *name);
 /* @s for a column of the table: escaped as messages are, at most
  * @len - 1 bytes, cut between two UTF-8 characters. */
 void ls_column(char *buf, size_t len, const char *s);
-/* The kind of a contender: "lease" or "admission" (a semaphore's, from its
- * place), "read", "write", else "lock" (from the marker before its
- * sequence number). */
-const char *ls_kind_of(const char *name);
-/* The kind of a participant of an election: "latch", "selector", else as
- * ls_kind_of(). */
-const char *ls_elect_kind_of(const char *name);
-/* ls_kind_of() or, for an election's view @v, ls_elect_kind_of(). */
-const char *ls_kind_in(const struct ls_view *v, const char *name);
-/* Is one of @kids, the children of a node, a latch participant's? */
-int ls_elect_layout(char *const *kids, size_t n);
-/* Are @kids, the children of a node, a semaphore's: "leases", maybe
- * "locks", and nothing else? */
-int ls_sem_layout(char *const *kids, size_t n);
-/* The type of lock @v is: "semaphore", "election", "rwlock" or "lock". */
+/* The type of lock @v is: "semaphore", "election", "rwlock" or "lock".
+ * (Each contender's kind is its role, zkr_role_name().) */
 const char *ls_type_of(const struct ls_view *v);
 /* The queue @v of @path on stdout: a table with its heading line, or
  * (ls_json) one JSON object without a newline. */

@@ -68,7 +68,7 @@ size_t prom_count(void) {
 static int admitted_elsewhere(const struct ls_view *v,
                               const zkr_participant *p) {
   for (size_t i = 0; i < v->n; i++)
-    if (strcmp(ls_kind_of(v->p[i].node), "admission") == 0 &&
+    if (v->p[i].role == ZKR_ROLE_ADMISSION &&
         v->p[i].session_id == p->session_id)
       return 1;
   return 0;
@@ -102,8 +102,7 @@ void prom_collect(const char *path, const struct ls_view *v) {
     const zkr_participant *p = &v->p[i];
     if (!p->is_holder) {
       /* its admission node (older) stands for it */
-      if (v->sem && strcmp(ls_kind_of(p->node), "lease") == 0 &&
-          admitted_elsewhere(v, p))
+      if (v->sem && p->role == ZKR_ROLE_LEASE && admitted_elsewhere(v, p))
         continue;
       if (l->waiters++ == 0 || p->ctime_ms < l->oldest_waiter_ms)
         l->oldest_waiter_ms = p->ctime_ms;
@@ -119,7 +118,7 @@ void prom_collect(const char *path, const struct ls_view *v) {
       prom_oom = 1;
       return;
     }
-    h->kind = ls_kind_in(v, p->node);
+    h->kind = zkr_role_name(p->role);
     h->session = p->session_id;
     h->ctime_ms = p->ctime_ms;
     l->nh++;

@@ -62,6 +62,60 @@ typedef void (*zkr_lock_state_fn)(zkr_hold *hold, zkr_lock_state state,
  */
 typedef void (*zkr_acquire_fn)(zkr_mutex *m, int rc, void *user_data);
 
+/**
+ * The part a contender plays, set by the library from its node's name and
+ * place (one table, lib/layout.c), in zkr_participant.role:
+ *   ZKR_ROLE_OTHER      none of those below.
+ *   ZKR_ROLE_LOCK       an exclusive contender: a mutex's node (Curator's
+ *                       "-lock-"), kazoo's Lock, or a writer that names
+ *                       itself like one.
+ *   ZKR_ROLE_READ       a reader of a read-write lock (Curator's and zkr's
+ *                       "__READ__", kazoo's "__rlock__").
+ *   ZKR_ROLE_WRITE      a writer of a read-write lock ("__WRIT__", kazoo's
+ *                       WriteLock "__lock__").
+ *   ZKR_ROLE_LEASE      a semaphore's lease node (PATH/leases).
+ *   ZKR_ROLE_ADMISSION  a semaphore's contender queued for admission
+ *                       (PATH/locks).
+ *   ZKR_ROLE_LATCH      an election participant of the latch layout
+ *                       (zkr_election_start(), Curator's LeaderLatch).
+ *   ZKR_ROLE_SELECTOR   an election participant of the selector layout
+ *                       (zkr_election_run(), Curator's LeaderSelector).
+ */
+typedef enum zkr_role {
+  ZKR_ROLE_OTHER = 0,
+  ZKR_ROLE_LOCK,
+  ZKR_ROLE_READ,
+  ZKR_ROLE_WRITE,
+  ZKR_ROLE_LEASE,
+  ZKR_ROLE_ADMISSION,
+  ZKR_ROLE_LATCH,
+  ZKR_ROLE_SELECTOR
+} zkr_role;
+
+/**
+ * The recipe whose nodes the children of a path show (zkr_layout_of()):
+ *   ZKR_LAYOUT_NONE       no children.
+ *   ZKR_LAYOUT_LOCK       contenders, none of them a reader or a
+ *                         read-write lock's writer: a mutex (zkr's,
+ *                         Curator's InterProcessMutex, kazoo's Lock).
+ *   ZKR_LAYOUT_RWLOCK     a read-write lock's contenders.
+ *   ZKR_LAYOUT_SEMAPHORE  zkr's and Curator's semaphore: the children
+ *                         "leases" and maybe "locks", and nothing else.
+ *   ZKR_LAYOUT_KAZOO_SEMAPHORE  kazoo's semaphore: lease nodes right under
+ *                         the path.
+ *   ZKR_LAYOUT_ELECTION   an election: a latch participant among them.
+ *   ZKR_LAYOUT_OTHER      children, none of them a contender.
+ */
+typedef enum zkr_layout {
+  ZKR_LAYOUT_NONE = 0,
+  ZKR_LAYOUT_LOCK,
+  ZKR_LAYOUT_RWLOCK,
+  ZKR_LAYOUT_SEMAPHORE,
+  ZKR_LAYOUT_KAZOO_SEMAPHORE,
+  ZKR_LAYOUT_ELECTION,
+  ZKR_LAYOUT_OTHER
+} zkr_layout;
+
 /** One contender in a queue (a lock's, an election's). */
 typedef struct zkr_participant {
   char *node;         /**< node name */
@@ -74,6 +128,7 @@ typedef struct zkr_participant {
   int64_t ctime_ms;   /**< when it queued (server time, ms since epoch) */
   char *data;         /**< the node's data: "host=H pid=P id=I" for zkr
                            nodes, whatever another library stored else */
+  zkr_role role;      /**< its part, from its name and place */
 } zkr_participant;
 
 /**
@@ -425,6 +480,110 @@ ZKR_EXTERN void zkr_participants_free(zkr_participant *p, size_t count);
  * Since: 0.1.0
  */
 ZKR_EXTERN const char *zkr_lock_state_name(zkr_lock_state state);
+
+/**
+ * zkr_role_name - the name of a contender's role
+ *
+ * zkr_role_name() returns the name of @role in lower case, as zkr-ls and
+ * zkr-exporter show it: "lock", "read", "write", "lease", "admission",
+ * "latch", "selector", and "other" for ZKR_ROLE_OTHER or a value that is
+ * not a ZKR_ROLE_* constant.
+ *
+ * The string has static storage: do not modify or free it.
+ *
+ * Returns:
+ * A pointer to a static, NUL-terminated string; never NULL.
+ *
+ * Thread safety:
+ * zkr_role_name() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void print_queue(const zkr_participant *p, size_t n) {
+ *     for (size_t i = 0; i < n; i++)
+ *       printf("%s %s\n", zkr_role_name(p[i].role), p[i].node);
+ *   }
+ *
+ * See also: zkr_mutex_participants(), zkr_layout_name()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN const char *zkr_role_name(zkr_role role);
+
+/**
+ * zkr_layout_of - which recipe the children of a path show
+ *
+ * zkr_layout_of() reads the @n names in @children, the children of one node
+ * (as zkr_session_children() gives them), and tells which recipe's nodes
+ * they are, by the same table the library names its own nodes with: a
+ * semaphore (the children "leases" and maybe "locks" and no other), an
+ * election (a latch participant among them), kazoo's semaphore (lease
+ * nodes right under the path), a read-write lock (a reader, or a writer
+ * named "__WRIT__"), a lock (other contenders), none (no children) or
+ * other (children, none of them a contender). Only the names are read: a
+ * contender is a name that ends in a ZooKeeper sequence number. kazoo's
+ * Lock and WriteLock name their nodes alike, so both show as a lock.
+ *
+ * Returns:
+ * A ZKR_LAYOUT_* value; ZKR_LAYOUT_NONE if @n is 0 or @children is NULL.
+ *
+ * Thread safety:
+ * zkr_layout_of() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   int show_layout(zkr_session *s, const char *path) {
+ *     char **kids = NULL;
+ *     size_t n = 0;
+ *     int rc = zkr_session_children(s, path, 5000, &kids, &n);
+ *     if (rc == ZKR_OK) {
+ *       printf("%s: %s\n", path, zkr_layout_name(zkr_layout_of(kids, n)));
+ *       zkr_children_free(kids, n);
+ *     }
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_layout_name(), zkr_session_children()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN zkr_layout zkr_layout_of(char *const *children, size_t n);
+
+/**
+ * zkr_layout_name - the name of a layout
+ *
+ * zkr_layout_name() returns the name of @layout in lower case: "none",
+ * "lock", "rwlock", "semaphore", "kazoo-semaphore", "election", and "other"
+ * for ZKR_LAYOUT_OTHER or a value that is not a ZKR_LAYOUT_* constant.
+ *
+ * The string has static storage: do not modify or free it.
+ *
+ * Returns:
+ * A pointer to a static, NUL-terminated string; never NULL.
+ *
+ * Thread safety:
+ * zkr_layout_name() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   void say_layout(char *const *kids, size_t n) {
+ *     printf("%s\n", zkr_layout_name(zkr_layout_of(kids, n)));
+ *   }
+ *
+ * See also: zkr_layout_of()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN const char *zkr_layout_name(zkr_layout layout);
 
 #ifdef __cplusplus
 }

@@ -442,7 +442,9 @@ ZKR_EXTERN int zkr_semaphore_limit(const zkr_semaphore *sem);
  * node of the admitted contender while the lease nodes outnumber @limit
  * (that contender is still waiting for a lease); with @limit 0 (unknown),
  * every lease node counts as held. The first waiter, @is_holder 1, is the
- * admitted one. Free both arrays with zkr_participants_free().
+ * admitted one. Each @node is named relative to @path ("leases/NAME",
+ * "locks/NAME"), each @role is ZKR_ROLE_LEASE or ZKR_ROLE_ADMISSION. Free
+ * both arrays with zkr_participants_free().
  *
  * Returns:
  *   ZKR_OK            Both arrays are filled (empty if @path does not
