@@ -27,11 +27,6 @@ static const struct {
 };
 #define NTABLE (sizeof table / sizeof *table)
 
-const char *const zkr__markers[] = {
-    "-" ZKR__MARK_LOCK, "__lock__",          "__rlock__",        ZKR__MARK_READ,
-    ZKR__MARK_WRITE,    "-" ZKR__MARK_LATCH, "-" ZKR__MARK_LEASE};
-const size_t zkr__nmarkers = sizeof zkr__markers / sizeof *zkr__markers;
-
 int zkr__is_reader(const char *name) {
   return zkr__seq_marked(name, ZKR__MARK_READ) ||
          zkr__seq_marked(name, "__rlock__");

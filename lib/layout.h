@@ -37,10 +37,12 @@ zkr_role zkr__role_of(const char *name, zkr__place place);
 /* Is @name a reader's node (any library's naming)? */
 int zkr__is_reader(const char *name);
 
-/* The markers of every library, longest match first: the sequence number
- * of a name that has one starts right after it (seq.c). */
-extern const char *const zkr__markers[];
-extern const size_t zkr__nmarkers;
+/* The markers of every library: the sequence number of a name that has
+ * one starts right after it (seq.c; a list for an initializer, so that
+ * the leaf seq.c needs no other file). */
+#define ZKR__MARKERS                                                           \
+  "-" ZKR__MARK_LOCK, "__lock__", "__rlock__", ZKR__MARK_READ,                 \
+      ZKR__MARK_WRITE, "-" ZKR__MARK_LATCH, "-" ZKR__MARK_LEASE
 
 /* Is @name one of a semaphore's children ("leases", "locks")? A policy's
  * "foreign" rule: a lock at a semaphore's path refuses to start. */

@@ -88,26 +88,20 @@ struct zkr_semaphore {
   zkr__follow *layout_f;
   int count, count_err;
   zkr__follow *count_f;
-  uint64_t retry_timer;
+  /* what the preparation tells (set by semaphore.c, called under the
+   * lock on the event thread): its result for the acquisitions waiting
+   * for it, and a change of the limit */
+  void (*on_prep)(zkr_semaphore *sem, int rc);
+  void (*on_limit)(zkr_semaphore *sem);
+  uint64_t retry_timer; /* semaphore.c: the preparation's next try */
 };
-
-/* ---- semaphore.c ---- */
-/* The time an acquisition has left: -1 none, 0 try once, < -1 passed. */
-int64_t zkr__sem_remaining(const struct acq *a);
-/* Under the lock, event thread: start (or go on with) an acquisition;
- * end it. */
-void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a);
-void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc);
-/* Under the lock, event thread: a waiting contender counts again (the
- * limit changed). */
-void zkr__sem_reevaluate_all(zkr_semaphore *sem);
 
 /* ---- semaphore-prep.c ---- */
 /* Under the lock, event thread: ask for what the preparation still
  * needs, or settle the acquisitions waiting for it. */
 void zkr__sem_prep_step(zkr_semaphore *sem);
-/* Under the lock, event thread: stop the preparation's followers and
- * its timer (the semaphore is being freed). */
+/* Under the lock, event thread: stop the preparation's followers (the
+ * semaphore is being freed). */
 void zkr__sem_prep_stop(zkr_semaphore *sem);
 /* Decode a SharedCount's data: 4 bytes, big-endian, signed. 1 with *@out,
  * or 0 if @v is not one. (Also reached by fuzz/fuzz-semcount.) */

@@ -7,9 +7,9 @@
  * follower (follow.c: re-read on change, after reconnecting, on a new
  * session), whose every change makes the waiting contender count again.
  *
- * Owns: the two followers, what the preparation knows, its retry timer.
- * Must not touch: the acquisitions' states (it settles them through
- * zkr__sem_acq_kick / zkr__sem_acq_finish), the engine.
+ * Owns: the two followers, what the preparation knows.
+ * Must not touch: the acquisitions (it tells the semaphore through
+ * sem->on_prep and sem->on_limit, which semaphore.c sets), the engine.
  */
 #include "config.h"
 
@@ -94,61 +94,9 @@ static void count_read(zkr__follow *f, const zkr__snapshot *v, void *ud) {
     }
     zkr__sem_prep_step(sem);
     if (was_known || sem->count == P_OK)
-      zkr__sem_reevaluate_all(sem); /* the limit may have changed */
+      sem->on_limit(sem); /* the limit may have changed */
   }
   zkr__obj_leave(&sem->obj);
-}
-
-static void retry_fired(void *arg) {
-  zkr_semaphore *sem = arg;
-  zkr__obj_lock(&sem->obj);
-  sem->retry_timer = 0;
-  if (!sem->obj.freed)
-    zkr__sem_prep_step(sem);
-  zkr__obj_unlock(&sem->obj);
-  zkr__obj_unref(&sem->obj);
-}
-
-/* Under the lock: the acquisitions waiting for the preparation end with
- * @rc (ZKR_OK: they go on), or, for a connection's @rc, those whose
- * deadline passed end and the others wait for a retry. */
-static void prep_settle(zkr_semaphore *sem, int rc) {
-  zkr_session_state st = zkr_session_state_get(sem->obj.s);
-  if (rc != ZKR_OK && st == ZKR_STATE_CLOSED)
-    rc = ZKR_ECLOSED; /* (a request failed with ZCLOSING) */
-  else if ((rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) &&
-           st == ZKR_STATE_LOST && !zkr__session_renews(sem->obj.s))
-    rc = ZKR_ESESSIONLOST; /* no session will come to retry in */
-  else if (rc == ZKR_ESESSIONLOST)
-    rc = ZKR_ECONNLOSS; /* (a new session comes) */
-  int retry = 0;
-  for (struct acq *a = sem->acqs, *next; a; a = next) {
-    next = a->next;
-    if (a->phase != A_PREP)
-      continue;
-    if (rc == ZKR_OK)
-      zkr__sem_acq_kick(sem, a);
-    else if (rc != ZKR_ECONNLOSS)
-      zkr__sem_acq_finish(sem, a, rc);
-    else if (a->try_once)
-      zkr__sem_acq_finish(sem, a, ZKR_ECONNLOSS);
-    else if (zkr__sem_remaining(a) < -1)
-      zkr__sem_acq_finish(sem, a, ZKR_ETIMEDOUT);
-    else
-      retry = 1;
-  }
-  if (retry && !sem->retry_timer) {
-    uint64_t id = 0;
-    zkr__obj_ref(&sem->obj);
-    if (zkr__timer_add(sem->obj.s, zkr__now_ms() + 200, retry_fired, sem,
-                       &id) == ZKR_OK) {
-      sem->retry_timer = id;
-    } else {
-      zkr__obj_unref_locked(&sem->obj);
-      /* nothing would drive them: end them now */
-      prep_settle(sem, st == ZKR_STATE_CLOSED ? ZKR_ECLOSED : ZKR_ENOMEM);
-    }
-  }
 }
 
 /* Under the lock: start a read of @f (made on first need) for @state. */
@@ -195,15 +143,11 @@ void zkr__sem_prep_step(zkr_semaphore *sem) {
     zkr__follow_free(sem->layout_f); /* checked once */
     sem->layout_f = NULL;
   }
-  prep_settle(sem, rc);
+  sem->on_prep(sem, rc);
 }
 
 void zkr__sem_prep_stop(zkr_semaphore *sem) {
   zkr__follow_free(sem->layout_f);
   zkr__follow_free(sem->count_f);
   sem->layout_f = sem->count_f = NULL;
-  if (sem->retry_timer && zkr__timer_cancel(sem->obj.s, sem->retry_timer)) {
-    sem->retry_timer = 0;
-    zkr__obj_unref_locked(&sem->obj);
-  }
 }

@@ -33,6 +33,12 @@
 
 #include "semaphore-int.h"
 
+/* Under the lock, event thread: start (or go on with) an acquisition; end
+ * it; let every waiting contender count again (the limit changed). */
+static void acq_kick(zkr_semaphore *sem, struct acq *a);
+static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc);
+static void reevaluate_all(zkr_semaphore *sem);
+
 /* ---- small helpers ---- */
 
 static void acq_free(struct acq *a);
@@ -131,7 +137,7 @@ static int lease_holds(int others, void *ctx) {
 
 /* The time left: -1 without deadline, 0 to try once, ETIMEDOUT (< -1)
  * if it passed. */
-int64_t zkr__sem_remaining(const struct acq *a) {
+static int64_t remaining(const struct acq *a) {
   if (a->try_once)
     return 0;
   if (a->deadline < 0)
@@ -231,7 +237,7 @@ static void acq_call(zkr__obj *o, zkr__obj_call *c, int call) {
 /* Under the lock, event thread: the acquisition ends with @rc. On failure every
  * lease node it got is deleted, then the admission node; on success the
  * admission node is deleted (not waited for) and the leases handed out. */
-void zkr__sem_acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
+static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
   if (a->phase == A_END)
     return;
   int was = a->phase;
@@ -278,21 +284,21 @@ static void lease_done(zkr__queue *q, int rc, void *ud);
  * whose grant was already on its way). */
 static void next_lease(zkr_semaphore *sem, struct acq *a) {
   if (a->cancel) {
-    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
+    acq_finish(sem, a, ZKR_ECANCELED);
     return;
   }
   if (a->got == a->n) {
-    zkr__sem_acq_finish(sem, a, ZKR_OK);
+    acq_finish(sem, a, ZKR_OK);
     return;
   }
-  int64_t left = zkr__sem_remaining(a);
+  int64_t left = remaining(a);
   if (left < -1) {
-    zkr__sem_acq_finish(sem, a, ZKR_ETIMEDOUT);
+    acq_finish(sem, a, ZKR_ETIMEDOUT);
     return;
   }
   int rc = zkr__queue_start(a->tmp[a->got]->q, left, lease_done, a);
   if (rc != ZKR_OK)
-    zkr__sem_acq_finish(sem, a, rc);
+    acq_finish(sem, a, rc);
 }
 
 /* Under the lock, event thread: the admission node or a lease got so far was
@@ -320,12 +326,12 @@ static void lease_done(zkr__queue *q, int rc, void *ud) {
       zkr__queue_release(a->adm);
       a->got = 0;
       a->phase = A_ADMIT;
-      zkr__sem_acq_kick(sem, a);
+      acq_kick(sem, a);
     } else if (rc == ZKR_OK) {
       a->got++;
       next_lease(sem, a);
     } else {
-      zkr__sem_acq_finish(sem, a, rc);
+      acq_finish(sem, a, rc);
     }
   }
   zkr__obj_leave(&sem->obj);
@@ -337,16 +343,16 @@ static void adm_done(zkr__queue *q, int rc, void *ud) {
   zkr__obj_enter(&sem->obj);
   if (a->phase == A_ADMIT) {
     if (rc != ZKR_OK) {
-      zkr__sem_acq_finish(sem, a, rc);
+      acq_finish(sem, a, rc);
     } else if (a->cancel) {
       a->phase = A_LEASE; /* so that the admission node is released */
-      zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
+      acq_finish(sem, a, ZKR_ECANCELED);
     } else if (zkr__queue_state(q) == ZKR__Q_LOST) {
       /* admitted, but the node went with its session before we heard
        * (its LOST came while we were not yet admitted): queue again, or
        * the leases would be waited for outside the admission mutex */
       zkr__queue_release(q);
-      zkr__sem_acq_kick(sem, a);
+      acq_kick(sem, a);
     } else {
       a->phase = A_LEASE;
       next_lease(sem, a);
@@ -407,11 +413,11 @@ static void lease_waits(zkr__queue *q, int rc, void *ud) {
 }
 
 /* Under the lock, event thread: start (or start over) an acquisition. */
-void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
+static void acq_kick(zkr_semaphore *sem, struct acq *a) {
   if (a->phase == A_END)
     return;
   if (a->cancel) {
-    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
+    acq_finish(sem, a, ZKR_ECANCELED);
     return;
   }
   if (sem->layout != P_OK || (sem->count_path && sem->count != P_OK)) {
@@ -421,20 +427,19 @@ void zkr__sem_acq_kick(zkr_semaphore *sem, struct acq *a) {
   }
   if (a->n > atomic_load(&sem->limit) && atomic_load(&sem->limit) > 0 &&
       sem->count_path) {
-    zkr__sem_acq_finish(sem, a,
-                        ZKR_EINVAL); /* more than the shared count allows */
+    acq_finish(sem, a, ZKR_EINVAL); /* more than the shared count allows */
     return;
   }
-  int64_t left = zkr__sem_remaining(a);
+  int64_t left = remaining(a);
   if (left < -1) {
-    zkr__sem_acq_finish(sem, a, ZKR_ETIMEDOUT);
+    acq_finish(sem, a, ZKR_ETIMEDOUT);
     return;
   }
   a->phase = A_ADMIT;
   zkr__queue_watch_held(a->adm, 0); /* until a lease has to wait */
   int rc = zkr__queue_start(a->adm, left, adm_done, a);
   if (rc != ZKR_OK)
-    zkr__sem_acq_finish(sem, a, rc);
+    acq_finish(sem, a, rc);
 }
 
 /* The posted start of an acquisition, which only this job takes out of
@@ -443,7 +448,7 @@ static void job_kick(zkr__obj *o, void *id) {
   zkr_semaphore *sem = (zkr_semaphore *)o;
   struct acq *a = acq_find(sem, id);
   if (a && a->phase == A_NEW)
-    zkr__sem_acq_kick(sem, a);
+    acq_kick(sem, a);
 }
 
 static void job_cancel(zkr__obj *o, void *id) {
@@ -453,7 +458,7 @@ static void job_cancel(zkr__obj *o, void *id) {
     return;
   a->cancel = 1;
   if (a->phase == A_NEW || a->phase == A_PREP)
-    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED);
+    acq_finish(sem, a, ZKR_ECANCELED);
   else if (a->phase == A_ADMIT)
     zkr__queue_cancel(a->adm);
   else if (a->phase == A_LEASE)
@@ -461,7 +466,59 @@ static void job_cancel(zkr__obj *o, void *id) {
                                              already, next_lease() ends it) */
 }
 
-void zkr__sem_reevaluate_all(zkr_semaphore *sem) {
+static void retry_fired(void *arg) {
+  zkr_semaphore *sem = arg;
+  zkr__obj_lock(&sem->obj);
+  sem->retry_timer = 0;
+  if (!sem->obj.freed)
+    zkr__sem_prep_step(sem);
+  zkr__obj_unlock(&sem->obj);
+  zkr__obj_unref(&sem->obj);
+}
+
+/* Under the lock: the acquisitions waiting for the preparation end with
+ * @rc (ZKR_OK: they go on), or, for a connection's @rc, those whose
+ * deadline passed end and the others wait for a retry. */
+static void prep_settle(zkr_semaphore *sem, int rc) {
+  zkr_session_state st = zkr_session_state_get(sem->obj.s);
+  if (rc != ZKR_OK && st == ZKR_STATE_CLOSED)
+    rc = ZKR_ECLOSED; /* (a request failed with ZCLOSING) */
+  else if ((rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) &&
+           st == ZKR_STATE_LOST && !zkr__session_renews(sem->obj.s))
+    rc = ZKR_ESESSIONLOST; /* no session will come to retry in */
+  else if (rc == ZKR_ESESSIONLOST)
+    rc = ZKR_ECONNLOSS; /* (a new session comes) */
+  int retry = 0;
+  for (struct acq *a = sem->acqs, *next; a; a = next) {
+    next = a->next;
+    if (a->phase != A_PREP)
+      continue;
+    if (rc == ZKR_OK)
+      acq_kick(sem, a);
+    else if (rc != ZKR_ECONNLOSS)
+      acq_finish(sem, a, rc);
+    else if (a->try_once)
+      acq_finish(sem, a, ZKR_ECONNLOSS);
+    else if (remaining(a) < -1)
+      acq_finish(sem, a, ZKR_ETIMEDOUT);
+    else
+      retry = 1;
+  }
+  if (retry && !sem->retry_timer) {
+    uint64_t id = 0;
+    zkr__obj_ref(&sem->obj);
+    if (zkr__timer_add(sem->obj.s, zkr__now_ms() + 200, retry_fired, sem,
+                       &id) == ZKR_OK) {
+      sem->retry_timer = id;
+    } else {
+      zkr__obj_unref_locked(&sem->obj);
+      /* nothing would drive them: end them now */
+      prep_settle(sem, st == ZKR_STATE_CLOSED ? ZKR_ECLOSED : ZKR_ENOMEM);
+    }
+  }
+}
+
+static void reevaluate_all(zkr_semaphore *sem) {
   for (struct acq *a = sem->acqs; a; a = a->next)
     if (a->phase == A_LEASE && !a->restarting)
       zkr__queue_reevaluate(a->tmp[a->got]->q);
@@ -502,6 +559,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   sem->lease_pol.label = "lease";
   sem->lease_pol.wait = ZKR__QWAIT_CHILDREN;
   sem->lease_pol.count_all = 1;
+  sem->on_prep = prep_settle;
+  sem->on_limit = reevaluate_all;
   sem->lease_pol.holds = lease_holds;
   sem->lease_pol.ctx = sem;
   if (opts) {
@@ -660,7 +719,7 @@ static void job_teardown(zkr__obj *o, void *unused) {
   while (sem->acqs) {
     struct acq *a = sem->acqs;
     a->cancel = 1;
-    zkr__sem_acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freed */
+    acq_finish(sem, a, ZKR_ECANCELED); /* no callback: freed */
   }
   while (sem->handed) {
     zkr_lease *l = sem->handed;
@@ -670,6 +729,10 @@ static void job_teardown(zkr__obj *o, void *unused) {
     free(l);
   }
   zkr__sem_prep_stop(sem);
+  if (sem->retry_timer && zkr__timer_cancel(sem->obj.s, sem->retry_timer)) {
+    sem->retry_timer = 0;
+    zkr__obj_unref_locked(&sem->obj);
+  }
   sem->torn = 1;
   zkr__obj_broadcast(&sem->obj);
 }

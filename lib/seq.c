@@ -17,10 +17,11 @@
 #include "layout.h"
 #include "zkr-private.h"
 
-/* The known markers (layout.c) are those after which the sequence follows
+/* The known markers (layout.h) are those after which the sequence follows
  * directly. The sequence of a name with a marker is everything after the
  * last marker, so negative numbers written as "-1000000005" are not
  * mistaken for a dash of the name followed by a positive number. */
+static const char *const markers[] = {ZKR__MARKERS};
 
 static int parse_num(const char *p, size_t n, int32_t *out) {
   int neg = 0;
@@ -58,10 +59,10 @@ int zkr__seq_parse(const char *name, int32_t *seq) {
   size_t len = strlen(name);
   /* After the last known marker, if there is one. */
   const char *best = NULL;
-  for (size_t i = 0; i < zkr__nmarkers; i++) {
-    size_t ml = strlen(zkr__markers[i]);
-    for (const char *p = strstr(name, zkr__markers[i]); p;
-         p = strstr(p + 1, zkr__markers[i]))
+  for (size_t i = 0; i < sizeof markers / sizeof *markers; i++) {
+    size_t ml = strlen(markers[i]);
+    for (const char *p = strstr(name, markers[i]); p;
+         p = strstr(p + 1, markers[i]))
       if (!best || p + ml > best)
         best = p + ml;
   }
