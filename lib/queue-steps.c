@@ -467,7 +467,12 @@ static void none_left(zkr__queue *q) {
     hold_now(q);
 }
 
-/* check_owner: the exists on our node before holding. */
+static void held_watch_cb(zkr_session *s, int type, const char *path,
+                          void *ctx);
+
+/* check_owner: the exists on our node before holding. With watch_held it
+ * sets the held node's watch too (one request for both): kept once held,
+ * dropped otherwise. */
 static void owner_cb(int rc, const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
@@ -476,22 +481,31 @@ static void owner_cb(int rc, const struct Stat *stat, const void *data) {
     zkr__session_generation(q->s, &sid);
     if (rc == ZOK && stat && stat->ephemeralOwner == sid && c->gen == q->gen) {
       q->czxid = stat->czxid;
-      zkr__q_finish(q, ZKR_OK);
+      zkr__q_finish(q, ZKR_OK); /* (its watch, if any, is the held one) */
     } else if (rc == ZOK || rc == ZNONODE) {
       zkr__log(ZKR_LOG_WARN,
                "%s: not owned by this session (or gone) when it would "
                "hold; queued again with a new node",
                q->node_path);
+      /* the node's deletion fires a watch on it, which nobody wants;
+       * exists() on a missing node left one for its creation */
+      zkr__q_drop_watch(q, rc == ZNONODE);
       if (rc == ZOK)
         zkr__session_bg_delete(q->s, q->node_path, c->gen);
       requeue(q);
     } else if (zkr__transient(rc)) {
+      zkr__q_drop_watch(q, 0);
       zkr__q_pause_for_connection(q); /* resume lists, then checks again */
     } else {
+      zkr__q_drop_watch(q, 0);
       zkr__q_finish(q, zkr__from_zk(rc));
     }
   }
   zkr__q_callback_exit(c);
+}
+
+static int send_owner_exists(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_aexists(zh, path, 1, owner_cb, c);
 }
 
 /* Under mu: no blocker is left: hold, or with check_owner first read our
@@ -502,11 +516,17 @@ static void hold_now(zkr__queue *q) {
     return;
   }
   zhandle_t *zh;
-  q->phase = Q_LISTING; /* (resume lists again and comes back here) */
+  zkr__q_drop_watch(q, 0); /* (one set by an earlier check, not answered) */
+  q->phase = Q_LISTING;    /* (resume lists again and comes back here) */
   struct qctx *c = zkr__q_begin_request(q, &zh);
   if (!c)
     return;
   c->list_seq = ++q->list_seq; /* a listing still in flight is stale */
+  if (q->watch_held) {
+    zkr__q_watch_request(q, zh, ZKR__WATCH_DATA, zkr__strdup(q->node_path),
+                         held_watch_cb, send_owner_exists, c);
+    return;
+  }
   int rc = zoo_aexists(zh, q->node_path, 0, owner_cb, c);
   zkr__session_put_zh(q->s);
   zkr__q_end_request(q, c, rc);

@@ -416,7 +416,12 @@ void zkr__q_finish(zkr__queue *q, int rc) {
   cancel_timer(q);
   q->waiting_conn = 0;
   if (rc == ZKR_OK) {
-    zkr__q_drop_watch(q, q->watch_kind == ZKR__WATCH_CHILD);
+    /* a blocker's watch goes; one on our own node (set by the owner
+     * check, check_owner) is already the held node's */
+    if (!(q->watch_held && q->watch_id && q->watch_kind == ZKR__WATCH_DATA &&
+          q->watch_path && q->node_path &&
+          strcmp(q->watch_path, q->node_path) == 0))
+      zkr__q_drop_watch(q, q->watch_kind == ZKR__WATCH_CHILD);
     zkr__q_clear_preds(q);
     q->phase = Q_HELD;
     zkr__q_set_lstate(q, ZKR__Q_HELD);
