@@ -57,8 +57,6 @@ static const zkr__qpolicy selector_policy = {.name = "lock-", .check_owner = 1};
 /* Listing: every child with a number is a participant, lowest leads. */
 static const zkr__qpolicy any_policy = {.name = "latch-"};
 
-/* ---- options ---- */
-
 /* ---- leading ---- */
 
 /* Does the engine's state mean leading? */
