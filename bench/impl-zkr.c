@@ -57,24 +57,21 @@ static int monitor_on(const char *half) {
 
 int b_connect(const char *hosts, int session_ms, bsess **out) {
   bsess *b = calloc(1, sizeof *b);
-  zkr_session_opts *o = NULL;
   if (!b || !(b->hosts = strdup(hosts))) {
     free(b);
     return ZKR_ENOMEM;
   }
   b->session_ms = session_ms;
-  int rc = zkr_session_opts_new(&o);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_session_timeout(o, session_ms);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_connect_timeout(o, 30000);
-  if (rc == ZKR_OK && monitor_on("hook"))
-    rc = zkr_session_opts_set_lock_hook(o, bench_hook, NULL);
-  if (rc == ZKR_OK && monitor_on("alerts"))
-    rc = zkr_session_opts_set_alerts(o, 3600000, 3600000, bench_alert, NULL);
-  if (rc == ZKR_OK)
-    rc = zkr_session_new(&b->s, hosts, o);
-  zkr_session_opts_free(o);
+  int alerts = monitor_on("alerts");
+  int rc =
+      zkr_session_new(&b->s, hosts,
+                      &(zkr_session_options){
+                          .session_timeout_ms = session_ms,
+                          .connect_timeout_ms = 30000,
+                          .lock_hook = monitor_on("hook") ? bench_hook : NULL,
+                          .alert_wait_ms = alerts ? 3600000 : 0,
+                          .alert_hold_ms = alerts ? 3600000 : 0,
+                          .alert_fn = alerts ? bench_alert : NULL});
   if (rc != ZKR_OK) {
     free(b->hosts);
     free(b);

@@ -18,12 +18,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "lock-once: %s: %s\n", hosts, zkr_strerror(rc));
     return 1;
   }
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_id(o, "lock-once example");
   zkr_mutex *m = NULL;
-  rc = zkr_mutex_new(&m, s, path, o);
-  zkr_mutex_opts_free(o);
+  rc = zkr_mutex_new(&m, s, path,
+                     &(zkr_mutex_options){.id = "lock-once example"});
   if (rc == ZKR_OK)
     rc = zkr_mutex_acquire(m, 10000); /* wait at most 10 s */
   if (rc != ZKR_OK) {

@@ -4,15 +4,15 @@
  * names the same servers with the same ports in the same order, has no
  * brackets and no port with a leading zero, and keeps the chroot, which
  * is a valid path other than "/"; a string that is accepted has a host
- * before its chroot. The session option setters take exactly their
- * documented ranges.
+ * before its chroot. The session options are accepted exactly in their
+ * documented ranges (0 meaning the default).
  *
  * Input: a connection string, optionally a NUL and 4 bytes (a number for
- * the option setters). */
+ * the options). */
 #include "config.h"
 
 #include "fuzz.h"
-#include "zkr-private.h"
+#include "session-int.h"
 
 /* One "host:port" of a checked string: the host without brackets, the
  * port's value. */
@@ -116,30 +116,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int32_t v =
         (int32_t)(((uint32_t)rest[0] << 24) | ((uint32_t)rest[1] << 16) |
                   ((uint32_t)rest[2] << 8) | (uint32_t)rest[3]);
-    zkr_session_opts *o = NULL;
-    CHECK(zkr_session_opts_new(&o) == ZKR_OK, "opts");
-    int src = zkr_session_opts_set_session_timeout(o, v);
-    CHECK((src == ZKR_OK) ==
-              (v >= ZKR_SESSION_TIMEOUT_MIN && v <= ZKR_SESSION_TIMEOUT_MAX),
+    struct zkr__sopts d;
+    int src =
+        zkr__opts_from(&d, &(zkr_session_options){.session_timeout_ms = v});
+    CHECK((src == ZKR_OK) == (v == 0 || (v >= ZKR_SESSION_TIMEOUT_MIN &&
+                                         v <= ZKR_SESSION_TIMEOUT_MAX)),
           "session timeout %d: %d", v, src);
-    int crc = zkr_session_opts_set_connect_timeout(o, v);
-    CHECK((crc == ZKR_OK) == (v >= 1), "connect timeout %d: %d", v, crc);
+    CHECK(src != ZKR_OK || d.session_timeout == (v ? v : 10000),
+          "session timeout %d: %d kept", v, d.session_timeout);
+    int crc =
+        zkr__opts_from(&d, &(zkr_session_options){.connect_timeout_ms = v});
+    CHECK((crc == ZKR_OK) == (v >= 0), "connect timeout %d: %d", v, crc);
     double f = (double)v / 1000.0;
-    int frc = zkr_session_opts_set_lost_fraction(o, f);
-    CHECK((frc == ZKR_OK) == (f > 0.0 && f <= 10.0), "lost fraction %g: %d", f,
-          frc);
+    int frc = zkr__opts_from(&d, &(zkr_session_options){.lost_fraction = f});
+    CHECK((frc == ZKR_OK) == (f == 0.0 || (f > 0.0 && f <= 10.0)),
+          "lost fraction %g: %d", f, frc);
     if (rest_size > 4) {
       /* digest credentials: any scheme but "", any credential */
       char *scheme = fuzz_cstr(rest + 4, rest_size - 4);
-      int arc = zkr_session_opts_add_auth(o, scheme, hosts);
+      zkr_auth a = {scheme, hosts};
+      int arc = zkr__opts_from(
+          &d, &(zkr_session_options){.auth = &a, .auth_count = 1});
       CHECK((arc == ZKR_OK) == (scheme[0] != '\0'), "scheme '%s': %d", scheme,
             arc);
+      if (arc == ZKR_OK)
+        zkr__opts_clear(&d);
       free(scheme);
     }
-    CHECK(zkr_session_opts_add_auth(o, NULL, "x") == ZKR_EINVAL &&
-              zkr_session_opts_add_auth(o, "digest", NULL) == ZKR_EINVAL,
-          "NULL auth");
-    zkr_session_opts_free(o);
+    CHECK(
+        zkr__opts_from(&d,
+                       &(zkr_session_options){.auth = &(zkr_auth){NULL, "x"},
+                                              .auth_count = 1}) == ZKR_EINVAL &&
+            zkr__opts_from(
+                &d, &(zkr_session_options){.auth = &(zkr_auth){"digest", NULL},
+                                           .auth_count = 1}) == ZKR_EINVAL,
+        "NULL auth");
   }
   free(hosts);
   return 0;

@@ -20,13 +20,6 @@
 #include "follow.h"
 #include "recipe.h"
 
-struct zkr_election_opts {
-  char *id;
-  zkr_election_fn fn;
-  void *ud;
-  zkr_election_suspend suspend;
-};
-
 enum { STYLE_NONE, STYLE_LATCH, STYLE_SELECTOR };
 
 struct zkr_election {
@@ -64,49 +57,6 @@ static const zkr__qpolicy selector_policy = {.name = ZKR__MARK_LOCK,
                                              .check_owner = 1};
 /* Listing: every child with a number is a participant, lowest leads. */
 static const zkr__qpolicy any_policy = {.name = ZKR__MARK_LATCH};
-
-/* ---- options ---- */
-
-int zkr_election_opts_new(zkr_election_opts **out) {
-  if (!out)
-    return ZKR_EINVAL;
-  zkr_election_opts *o = calloc(1, sizeof *o);
-  if (!o)
-    return ZKR_ENOMEM;
-  *out = o;
-  return ZKR_OK;
-}
-
-void zkr_election_opts_free(zkr_election_opts *opts) {
-  if (opts) {
-    free(opts->id);
-    free(opts);
-  }
-}
-
-int zkr_election_opts_set_id(zkr_election_opts *opts, const char *id) {
-  if (!opts)
-    return ZKR_EINVAL;
-  return zkr__id_replace(&opts->id, id);
-}
-
-int zkr_election_opts_set_listener(zkr_election_opts *opts, zkr_election_fn fn,
-                                   void *user_data) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->fn = fn;
-  opts->ud = user_data;
-  return ZKR_OK;
-}
-
-int zkr_election_opts_set_suspend(zkr_election_opts *opts,
-                                  zkr_election_suspend mode) {
-  if (!opts ||
-      (mode != ZKR_ELECTION_SUSPEND_DROP && mode != ZKR_ELECTION_SUSPEND_KEEP))
-    return ZKR_EINVAL;
-  opts->suspend = mode;
-  return ZKR_OK;
-}
 
 /* ---- leading ---- */
 
@@ -163,12 +113,25 @@ static void election_destroy(zkr__obj *o) {
 }
 
 int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
-                     const zkr_election_opts *opts) {
+                     const zkr_election_options *opts) {
+  static const zkr_election_options none;
+  if (!opts)
+    opts = &none;
   if (!out || !s)
     return ZKR_EINVAL;
   int rc = zkr__lock_path_check(path);
   if (rc != ZKR_OK)
     return rc;
+  rc = zkr__options_check("zkr_election_options", opts->id, opts->reserved_,
+                          sizeof opts->reserved_);
+  if (rc != ZKR_OK)
+    return rc;
+  if (opts->suspend != ZKR_ELECTION_SUSPEND_DROP &&
+      opts->suspend != ZKR_ELECTION_SUSPEND_KEEP) {
+    zkr__log(ZKR_LOG_ERROR, "zkr_election_options: suspend is not a "
+                            "zkr_election_suspend");
+    return ZKR_EINVAL;
+  }
   if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
     return ZKR_ECLOSED;
   zkr_election *e = calloc(1, sizeof *e);
@@ -178,13 +141,10 @@ int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
   }
   zkr__obj_init(&e->obj, s, election_destroy);
   zkr__list_init(&e->terms);
-  e->datalen =
-      zkr__contender_data(opts ? opts->id : NULL, e->data, sizeof e->data);
-  if (opts) {
-    e->fn = opts->fn;
-    e->ud = opts->ud;
-    e->keep = opts->suspend == ZKR_ELECTION_SUSPEND_KEEP;
-  }
+  e->datalen = zkr__contender_data(opts->id, e->data, sizeof e->data);
+  e->fn = opts->listener;
+  e->ud = opts->listener_user_data;
+  e->keep = opts->suspend == ZKR_ELECTION_SUSPEND_KEEP;
   *out = e;
   return ZKR_OK;
 }

@@ -76,3 +76,16 @@ void zkr__zk_log_cb(const char *message) {
   buf[n] = '\0';
   emit(level, buf);
 }
+
+int zkr__reserved_check(const unsigned char *tail, size_t n, const char *type) {
+  for (size_t i = 0; i < n; i++)
+    if (tail[i]) {
+      zkr__log(ZKR_LOG_ERROR,
+               "%s: reserved_[%zu] is not zero (a field of a newer zkr, or "
+               "an uninitialised struct: initialise it with {0} or "
+               "designated initializers)",
+               type, i);
+      return ZKR_EINVAL;
+    }
+  return ZKR_OK;
+}

@@ -13,14 +13,6 @@
 
 #include "recipe.h"
 
-struct zkr_mutex_opts {
-  int reentrant;
-  int watch_node;
-  char *id;
-  zkr_lock_state_fn state_fn;
-  void *state_ud;
-};
-
 struct zkr_mutex {
   zkr__queue *q;
   zkr_hold hold; /* this acquisition's, until its release */
@@ -44,54 +36,6 @@ static const zkr__qpolicy *mutex_policy_of(const char *name, void *ctx) {
   return &mutex_policy;
 }
 
-/* ---- options ---- */
-
-int zkr_mutex_opts_new(zkr_mutex_opts **out) {
-  if (!out)
-    return ZKR_EINVAL;
-  zkr_mutex_opts *o = calloc(1, sizeof *o);
-  if (!o)
-    return ZKR_ENOMEM;
-  *out = o;
-  return ZKR_OK;
-}
-
-void zkr_mutex_opts_free(zkr_mutex_opts *opts) {
-  if (opts) {
-    free(opts->id);
-    free(opts);
-  }
-}
-
-int zkr_mutex_opts_set_watch_node(zkr_mutex_opts *opts, int on) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->watch_node = on != 0;
-  return ZKR_OK;
-}
-
-int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts, int reentrant) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->reentrant = reentrant != 0;
-  return ZKR_OK;
-}
-
-int zkr_mutex_opts_set_id(zkr_mutex_opts *opts, const char *id) {
-  if (!opts || !id)
-    return ZKR_EINVAL;
-  return zkr__id_replace(&opts->id, id);
-}
-
-int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts, zkr_lock_state_fn fn,
-                                void *user_data) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->state_fn = fn;
-  opts->state_ud = user_data;
-  return ZKR_OK;
-}
-
 /* ---- the object ---- */
 
 static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
@@ -103,11 +47,18 @@ static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
 }
 
 int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
-                    const zkr_mutex_opts *opts, const zkr__qpolicy *pol,
+                    const zkr_mutex_options *opts, const zkr__qpolicy *pol,
                     zkr__gate_fn gate, void *gate_ctx) {
+  static const zkr_mutex_options none;
+  if (!opts)
+    opts = &none;
   if (!out || !s)
     return ZKR_EINVAL;
   int rc = zkr__lock_path_check(path);
+  if (rc != ZKR_OK)
+    return rc;
+  rc = zkr__options_check("zkr_mutex_options", opts->id, opts->reserved_,
+                          sizeof opts->reserved_);
   if (rc != ZKR_OK)
     return rc;
   if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
@@ -116,22 +67,19 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
   if (!m)
     return ZKR_ENOMEM;
   char data[600];
-  int dlen = zkr__contender_data(opts ? opts->id : NULL, data, sizeof data);
+  int dlen = zkr__contender_data(opts->id, data, sizeof data);
   m->hold.q = NULL; /* (set with the queue) */
-  zkr__qopts qo = {.state_fn = on_state,
-                   .state_ud = m,
-                   .watch_held = opts ? opts->watch_node : 0};
+  zkr__qopts qo = {
+      .state_fn = on_state, .state_ud = m, .watch_held = opts->watch_node != 0};
   rc = zkr__queue_new(&m->q, s, path, pol, data, dlen, &qo);
   if (rc != ZKR_OK) {
     free(m);
     return rc;
   }
   m->hold.q = m->q;
-  if (opts) {
-    m->owner.reentrant = opts->reentrant;
-    m->state_fn = opts->state_fn;
-    m->state_ud = opts->state_ud;
-  }
+  m->owner.reentrant = opts->reentrant != 0;
+  m->state_fn = opts->state_fn;
+  m->state_ud = opts->state_user_data;
   m->gate = gate;
   m->gate_ctx = gate_ctx;
   if (gate)
@@ -141,7 +89,7 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
 }
 
 int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
-                  const zkr_mutex_opts *opts) {
+                  const zkr_mutex_options *opts) {
   return zkr__mutex_make(out, s, path, opts, &mutex_policy, NULL, NULL);
 }
 

@@ -98,7 +98,7 @@ typedef struct zkr__qopts {
   void *wait_ud;
   /* the recipe's own nodes start at @own_root, the parent or one of its
    * ancestors (NULL: the parent): missing nodes from it down to the
-   * parent get the session's ACL (zkr_session_opts_set_acl()), missing
+   * parent get the session's ACL (zkr_session_options.acl), missing
    * ancestors above it the open ACL, so that a creator-only lock never
    * closes a path shared with other locks */
   const char *own_root;

@@ -43,15 +43,16 @@ int zkr__contender_id_check(const char *id) {
   return ZKR_OK;
 }
 
-int zkr__id_replace(char **slot, const char *id) {
-  if (id && zkr__contender_id_check(id) != ZKR_OK)
+int zkr__options_check(const char *type, const char *id,
+                       const unsigned char *reserved, size_t n) {
+  if (id && zkr__contender_id_check(id) != ZKR_OK) {
+    zkr__log(ZKR_LOG_ERROR,
+             "%s: id is empty, longer than 256 bytes or holds a control "
+             "character",
+             type);
     return ZKR_EINVAL;
-  char *copy = NULL;
-  if (id && !(copy = zkr__strdup(id)))
-    return ZKR_ENOMEM;
-  free(*slot);
-  *slot = copy;
-  return ZKR_OK;
+  }
+  return zkr__reserved_check(reserved, n, type);
 }
 
 /* ---- states ---- */

@@ -23,10 +23,11 @@ int zkr__contender_data(const char *id, char *buf, size_t len);
 /* A contender id as the recipes' options take it: 1..256 bytes, no
  * control characters. ZKR_OK or ZKR_EINVAL. */
 int zkr__contender_id_check(const char *id);
-/* An options object's id: replace *@slot with a copy of @id (checked by
- * zkr__contender_id_check(); NULL clears it). ZKR_OK, ZKR_EINVAL,
- * ZKR_ENOMEM; *@slot is unchanged on failure. */
-int zkr__id_replace(char **slot, const char *id);
+/* The checks every recipe's options struct shares: @id NULL or valid
+ * (zkr__contender_id_check()), the @n bytes of @reserved zero. ZKR_OK, or
+ * ZKR_EINVAL with the reason logged, naming @type. */
+int zkr__options_check(const char *type, const char *id,
+                       const unsigned char *reserved, size_t n);
 
 /* Reentrancy: which thread holds, and how many times. The engine holds
  * the node once; the extra holds of the owner thread are counted here. */
@@ -77,7 +78,7 @@ typedef int (*zkr__gate_fn)(zkr_mutex *m, void *ctx, int32_t *seq,
 /* A zkr_mutex with policy @pol; with a @gate it is a half of a read-write
  * lock: always reentrant, and zkr_mutex_free() refuses it. */
 int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
-                    const zkr_mutex_opts *opts, const zkr__qpolicy *pol,
+                    const zkr_mutex_options *opts, const zkr__qpolicy *pol,
                     zkr__gate_fn gate, void *gate_ctx);
 /* Free any mutex object, a half included. */
 void zkr__mutex_destroy(zkr_mutex *m);

@@ -66,7 +66,7 @@ static int write_gate(zkr_mutex *m, void *ctx, int32_t *seq, uint64_t *gen) {
 }
 
 int zkr_rwlock_new(zkr_rwlock **out, zkr_session *s, const char *path,
-                   const zkr_mutex_opts *opts) {
+                   const zkr_mutex_options *opts) {
   if (!out || !s)
     return ZKR_EINVAL;
   zkr_rwlock *rw = calloc(1, sizeof *rw);

@@ -14,14 +14,6 @@
 #include "follow.h"
 #include "recipe.h"
 
-struct zkr_semaphore_opts {
-  char *id;
-  char *count_path;
-  int watch_node;
-  zkr_lock_state_fn state_fn;
-  void *state_ud;
-};
-
 /* A_NEW: made, its start job (job_kick) not run yet. Only that job takes
  * it on: the end of a preparation starts the acquisitions waiting in
  * A_PREP, and one it started too would have its admission queue started

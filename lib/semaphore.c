@@ -68,62 +68,6 @@ static void sem_destroy(zkr__obj *o) {
   free(sem);
 }
 
-/* ---- options ---- */
-
-int zkr_semaphore_opts_new(zkr_semaphore_opts **out) {
-  if (!out)
-    return ZKR_EINVAL;
-  zkr_semaphore_opts *o = calloc(1, sizeof *o);
-  if (!o)
-    return ZKR_ENOMEM;
-  *out = o;
-  return ZKR_OK;
-}
-
-void zkr_semaphore_opts_free(zkr_semaphore_opts *opts) {
-  if (opts) {
-    free(opts->id);
-    free(opts->count_path);
-    free(opts);
-  }
-}
-
-int zkr_semaphore_opts_set_id(zkr_semaphore_opts *opts, const char *id) {
-  if (!opts)
-    return ZKR_EINVAL;
-  return zkr__id_replace(&opts->id, id);
-}
-
-int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
-                                      const char *path) {
-  if (!opts)
-    return ZKR_EINVAL;
-  if (path && zkr__path_check(path) != ZKR_OK)
-    return ZKR_EBADPATH;
-  char *copy = NULL;
-  if (path && !(copy = zkr__strdup(path)))
-    return ZKR_ENOMEM;
-  free(opts->count_path);
-  opts->count_path = copy;
-  return ZKR_OK;
-}
-
-int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts, int on) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->watch_node = on != 0;
-  return ZKR_OK;
-}
-
-int zkr_semaphore_opts_set_state_fn(zkr_semaphore_opts *opts,
-                                    zkr_lock_state_fn fn, void *user_data) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->state_fn = fn;
-  opts->state_ud = user_data;
-  return ZKR_OK;
-}
-
 /* ---- the policies ---- */
 
 /* A lease holds when the lease nodes, its own included, number at most
@@ -527,7 +471,10 @@ static void reevaluate_all(zkr_semaphore *sem) {
 /* ---- the object ---- */
 
 int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
-                      int limit, const zkr_semaphore_opts *opts) {
+                      int limit, const zkr_semaphore_options *opts) {
+  static const zkr_semaphore_options none;
+  if (!opts)
+    opts = &none;
   if (!out || !s)
     return ZKR_EINVAL;
   int rc = zkr__lock_path_check(path);
@@ -535,7 +482,16 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
     return rc;
   if (strlen(path) > ZKR_SEMAPHORE_PATH_MAX)
     return ZKR_EINVAL; /* PATH/leases would be over the path limit */
-  const char *cpath = opts ? opts->count_path : NULL;
+  rc = zkr__options_check("zkr_semaphore_options", opts->id, opts->reserved_,
+                          sizeof opts->reserved_);
+  if (rc != ZKR_OK)
+    return rc;
+  const char *cpath = opts->count_path;
+  if (cpath && zkr__path_check(cpath) != ZKR_OK) {
+    zkr__log(ZKR_LOG_ERROR, "zkr_semaphore_options: count_path is not a valid "
+                            "znode path");
+    return ZKR_EBADPATH;
+  }
   if (cpath ? limit != 0 : (limit < 1 || limit > ZKR_SEMAPHORE_MAX))
     return ZKR_EINVAL;
   if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
@@ -550,8 +506,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   sem->count_path = cpath ? zkr__strdup(cpath) : NULL;
   if (!sem->path || !sem->locks || !sem->leases || (cpath && !sem->count_path))
     goto nomem;
-  sem->datalen =
-      zkr__contender_data(opts ? opts->id : NULL, sem->data, sizeof sem->data);
+  sem->datalen = zkr__contender_data(opts->id, sem->data, sizeof sem->data);
   sem->fixed_limit = limit;
   atomic_store(&sem->limit, limit);
   sem->adm_pol.name = ZKR__MARK_LOCK;
@@ -563,11 +518,9 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   sem->on_limit = reevaluate_all;
   sem->lease_pol.holds = lease_holds;
   sem->lease_pol.ctx = sem;
-  if (opts) {
-    sem->state_fn = opts->state_fn;
-    sem->state_ud = opts->state_ud;
-    sem->watch_node = opts->watch_node;
-  }
+  sem->state_fn = opts->state_fn;
+  sem->state_ud = opts->state_user_data;
+  sem->watch_node = opts->watch_node != 0;
   *out = sem;
   return ZKR_OK;
 nomem:

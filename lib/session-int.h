@@ -28,7 +28,8 @@ struct auth {
   struct auth *next;
 };
 
-struct zkr_session_opts {
+/* The session's options, defaults applied (sessopts.c). */
+struct zkr__sopts {
   int session_timeout;
   int connect_timeout;
   double lost_fraction;
@@ -142,7 +143,7 @@ struct zkr_session {
   atomic_int refs;
 
   char *hosts;
-  zkr_session_opts opts; /* copy; opts.auth is owned */
+  struct zkr__sopts opts; /* opts.auth is owned */
 
   zhandle_t *zh;
   struct hctx *hctx;
@@ -196,13 +197,13 @@ struct zkr_session {
 };
 
 /* ---- sessopts.c ---- */
-/* The defaults: 10 s session and connect timeouts, lost fraction 0.25,
- * renewal on, no credentials. */
-void zkr__opts_defaults(zkr_session_opts *o);
-/* A deep copy (credentials too); ZKR_OK or ZKR_ENOMEM (@dst unchanged). */
-int zkr__opts_copy(zkr_session_opts *dst, const zkr_session_opts *src);
-/* Free what a copy owns. */
-void zkr__opts_clear(zkr_session_opts *o);
+/* Check @o (NULL: every default) and fill @dst from it with the defaults
+ * (10 s session and connect timeouts, lost fraction 0.25, renewal on, no
+ * credentials) where it has zeros, credentials copied. ZKR_OK, ZKR_EINVAL
+ * (logged) or ZKR_ENOMEM; on failure @dst is untouched. */
+int zkr__opts_from(struct zkr__sopts *dst, const zkr_session_options *o);
+/* Free what zkr__opts_from() allocated. */
+void zkr__opts_clear(struct zkr__sopts *o);
 
 /* ---- stats.c ---- */
 /* Under s->mu: count a state event of the session. */

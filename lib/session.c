@@ -376,7 +376,7 @@ static int64_t tick_interval(const zkr_session *s) {
 }
 
 /* The session clock's one rule, under s->mu (stated for users in
- * zkr_session_opts_set_lost_fraction()): an open ZooKeeper session is
+ * zkr_session_options.lost_fraction): an open ZooKeeper session is
  * taken as lost at @now
  *   - when the manager thread, which ticks every sixth of the session
  *     timeout, last ticked more than 2/3 of the timeout ago: the whole
@@ -482,7 +482,7 @@ struct ACL_vector *zkr__session_acl(zkr_session *s) {
 /* public API */
 
 int zkr_session_new(zkr_session **out, const char *hosts,
-                    const zkr_session_opts *opts) {
+                    const zkr_session_options *opts) {
   if (!out || !hosts)
     return ZKR_EINVAL;
   if (zkr__tls_in_callback)
@@ -490,22 +490,12 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   int rc = zkr__hosts_check(hosts);
   if (rc != ZKR_OK)
     return rc;
-  if (opts && opts->acl == ZKR_ACL_CREATOR && !opts->auth) {
-    zkr__log(ZKR_LOG_ERROR, "ZKR_ACL_CREATOR needs credentials "
-                            "(zkr_session_opts_add_auth())");
-    return ZKR_EINVAL;
-  }
   zkr_session *s = calloc(1, sizeof *s);
   if (!s)
     return ZKR_ENOMEM;
-  zkr_session_opts defaults;
-  if (!opts) {
-    zkr__opts_defaults(&defaults);
-    opts = &defaults;
-  }
-  if (zkr__opts_copy(&s->opts, opts) != ZKR_OK) {
+  if ((rc = zkr__opts_from(&s->opts, opts)) != ZKR_OK) {
     free(s);
-    return ZKR_ENOMEM;
+    return rc;
   }
   s->hosts = zkr__strdup(hosts);
   if (!s->hosts) {

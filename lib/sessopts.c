@@ -1,7 +1,8 @@
 /*
- * Session options and their defaults (the only place they are written).
- * Owns: zkr_session_opts. Must not touch: a live session (a session keeps
- * its own copy, made by zkr__opts_copy()).
+ * Session options: the checks of a zkr_session_options and its defaults
+ * (the only place they are written).
+ * Owns: struct zkr__sopts, the session's own copy. Must not touch: a live
+ * session.
  */
 #include "config.h"
 
@@ -9,27 +10,6 @@
 #include <string.h>
 
 #include "session-int.h"
-
-void zkr__opts_defaults(zkr_session_opts *o) {
-  memset(o, 0, sizeof *o); /* no hook, no alerts */
-  o->session_timeout = 10000;
-  o->connect_timeout = 10000;
-  o->lost_fraction = 0.25;
-  o->renew = 1;
-  o->auth = NULL;
-  o->acl = ZKR_ACL_OPEN;
-}
-
-int zkr_session_opts_new(zkr_session_opts **out) {
-  if (!out)
-    return ZKR_EINVAL;
-  zkr_session_opts *o = calloc(1, sizeof *o);
-  if (!o)
-    return ZKR_ENOMEM;
-  zkr__opts_defaults(o);
-  *out = o;
-  return ZKR_OK;
-}
 
 static void auth_free(struct auth *a) {
   while (a) {
@@ -39,42 +19,6 @@ static void auth_free(struct auth *a) {
     free(a);
     a = n;
   }
-}
-
-void zkr_session_opts_free(zkr_session_opts *opts) {
-  if (!opts)
-    return;
-  auth_free(opts->auth);
-  free(opts);
-}
-
-int zkr_session_opts_set_session_timeout(zkr_session_opts *opts, int ms) {
-  if (!opts || ms < ZKR_SESSION_TIMEOUT_MIN || ms > ZKR_SESSION_TIMEOUT_MAX)
-    return ZKR_EINVAL;
-  opts->session_timeout = ms;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_connect_timeout(zkr_session_opts *opts, int ms) {
-  if (!opts || ms < 1)
-    return ZKR_EINVAL;
-  opts->connect_timeout = ms;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_lost_fraction(zkr_session_opts *opts,
-                                       double fraction) {
-  if (!opts || !(fraction > 0.0 && fraction <= 10.0))
-    return ZKR_EINVAL;
-  opts->lost_fraction = fraction;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->renew = renew != 0;
-  return ZKR_OK;
 }
 
 static struct auth *auth_new(const char *scheme, const char *cred) {
@@ -90,43 +34,74 @@ static struct auth *auth_new(const char *scheme, const char *cred) {
   return a;
 }
 
-int zkr_session_opts_add_auth(zkr_session_opts *opts, const char *scheme,
-                              const char *cred) {
-  if (!opts || !scheme || !scheme[0] || !cred)
-    return ZKR_EINVAL;
-  struct auth *a = auth_new(scheme, cred);
-  if (!a)
-    return ZKR_ENOMEM;
-  struct auth **pp = &opts->auth;
-  while (*pp)
-    pp = &(*pp)->next;
-  *pp = a;
-  return ZKR_OK;
+/* Log why @o is refused; ZKR_EINVAL. */
+static int bad(const char *what) {
+  zkr__log(ZKR_LOG_ERROR, "zkr_session_new: invalid zkr_session_options: %s",
+           what);
+  return ZKR_EINVAL;
 }
 
-int zkr_session_opts_set_acl(zkr_session_opts *opts, zkr_acl_mode mode) {
-  if (!opts || (mode != ZKR_ACL_OPEN && mode != ZKR_ACL_CREATOR))
-    return ZKR_EINVAL;
-  opts->acl = mode;
-  return ZKR_OK;
+static int check(const zkr_session_options *o) {
+  if (o->session_timeout_ms != 0 &&
+      (o->session_timeout_ms < ZKR_SESSION_TIMEOUT_MIN ||
+       o->session_timeout_ms > ZKR_SESSION_TIMEOUT_MAX))
+    return bad("session_timeout_ms is not 0 (10000) nor in "
+               "[ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX]");
+  if (o->connect_timeout_ms < 0)
+    return bad("connect_timeout_ms is negative");
+  if (o->lost_fraction != 0.0 &&
+      !(o->lost_fraction > 0.0 && o->lost_fraction <= 10.0))
+    return bad("lost_fraction is not 0 (0.25) nor in (0, 10]");
+  if (o->auth_count > 0 && !o->auth)
+    return bad("auth is NULL with a non-zero auth_count");
+  for (size_t i = 0; i < o->auth_count; i++)
+    if (!o->auth[i].scheme || !o->auth[i].scheme[0] || !o->auth[i].cred)
+      return bad("an auth entry has a NULL or empty scheme or a NULL cred");
+  if (o->acl != ZKR_ACL_OPEN && o->acl != ZKR_ACL_CREATOR)
+    return bad("acl is not a zkr_acl_mode");
+  if (o->acl == ZKR_ACL_CREATOR && o->auth_count == 0)
+    return bad("ZKR_ACL_CREATOR needs credentials (auth)");
+  if (o->alert_wait_ms < 0 || o->alert_hold_ms < 0)
+    return bad("an alert threshold is negative");
+  if (!o->alert_fn && (o->alert_wait_ms > 0 || o->alert_hold_ms > 0))
+    return bad("an alert threshold is set without alert_fn");
+  return zkr__reserved_check(o->reserved_, sizeof o->reserved_,
+                             "zkr_session_options");
 }
 
-int zkr__opts_copy(zkr_session_opts *dst, const zkr_session_opts *src) {
+int zkr__opts_from(struct zkr__sopts *dst, const zkr_session_options *o) {
+  static const zkr_session_options none;
+  if (!o)
+    o = &none;
+  int rc = check(o);
+  if (rc != ZKR_OK)
+    return rc;
   struct auth *head = NULL, **pp = &head;
-  for (const struct auth *a = src->auth; a; a = a->next) {
-    *pp = auth_new(a->scheme, a->cred);
-    if (!*pp) {
+  for (size_t i = 0; i < o->auth_count; i++) {
+    if (!(*pp = auth_new(o->auth[i].scheme, o->auth[i].cred))) {
       auth_free(head);
       return ZKR_ENOMEM;
     }
     pp = &(*pp)->next;
   }
-  *dst = *src;
-  dst->auth = head;
+  int alerts = o->alert_wait_ms > 0 || o->alert_hold_ms > 0;
+  *dst = (struct zkr__sopts){
+      .session_timeout = o->session_timeout_ms ? o->session_timeout_ms : 10000,
+      .connect_timeout = o->connect_timeout_ms ? o->connect_timeout_ms : 10000,
+      .lost_fraction = o->lost_fraction != 0.0 ? o->lost_fraction : 0.25,
+      .renew = !o->no_renew,
+      .auth = head,
+      .acl = o->acl,
+      .lock_hook = o->lock_hook,
+      .lock_hook_ud = o->lock_hook ? o->lock_hook_user_data : NULL,
+      .alert_wait_ms = o->alert_wait_ms,
+      .alert_hold_ms = o->alert_hold_ms,
+      .alert_fn = alerts ? o->alert_fn : NULL,
+      .alert_ud = alerts ? o->alert_user_data : NULL};
   return ZKR_OK;
 }
 
-void zkr__opts_clear(zkr_session_opts *o) {
+void zkr__opts_clear(struct zkr__sopts *o) {
   auth_free(o->auth);
   o->auth = NULL;
 }

@@ -475,27 +475,3 @@ void zkr__alerts_destroy(zkr_session *s) {
   pthread_mutex_destroy(&s->alert_mu);
   pthread_cond_destroy(&s->alert_cv);
 }
-
-/* ---- options ---- */
-
-int zkr_session_opts_set_lock_hook(zkr_session_opts *opts, zkr_lock_hook_fn fn,
-                                   void *user_data) {
-  if (!opts)
-    return ZKR_EINVAL;
-  opts->lock_hook = fn;
-  opts->lock_hook_ud = fn ? user_data : NULL;
-  return ZKR_OK;
-}
-
-int zkr_session_opts_set_alerts(zkr_session_opts *opts, int64_t wait_ms,
-                                int64_t hold_ms, zkr_alert_fn fn,
-                                void *user_data) {
-  if (!opts || wait_ms < 0 || hold_ms < 0 ||
-      (!fn && (wait_ms > 0 || hold_ms > 0)))
-    return ZKR_EINVAL;
-  opts->alert_wait_ms = wait_ms;
-  opts->alert_hold_ms = hold_ms;
-  opts->alert_fn = (wait_ms > 0 || hold_ms > 0) ? fn : NULL;
-  opts->alert_ud = opts->alert_fn ? user_data : NULL;
-  return ZKR_OK;
-}

@@ -28,6 +28,9 @@ void zkr__log(zkr_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The ZooKeeper client's per-handle log callback. */
 void zkr__zk_log_cb(const char *message);
+/* The reserved tail of a public options struct (@type names it in the
+ * log): ZKR_OK if its @n bytes are all zero, else logs and ZKR_EINVAL. */
+int zkr__reserved_check(const unsigned char *tail, size_t n, const char *type);
 
 /* ---- paths and strings (path.c) ---- */
 #define ZKR__PATH_MAX 1024
@@ -102,7 +105,7 @@ int zkr__session_wait_usable(zkr_session *s, int64_t deadline_ms);
 /* The generation (number of ZooKeeper sessions opened so far) and the
  * session id of the current one. */
 uint64_t zkr__session_generation(zkr_session *s, int64_t *session_id);
-/* The ACL of the nodes the session creates (zkr_session_opts_set_acl()). */
+/* The ACL of the nodes the session creates (zkr_session_options.acl). */
 struct ACL_vector;
 struct ACL_vector *zkr__session_acl(zkr_session *s);
 
@@ -161,7 +164,7 @@ int zkr__watch_add(zkr_session *s, const char *path, zkr__watch_kind kind,
 int zkr__watch_unlink(zkr_session *s, uint64_t id);
 /* Is ZooKeeper session generation @gen the current one, and does the
  * session clock keep it as of now? The clock's rule (one rule, stated in
- * zkr_session_opts_set_lost_fraction()) is applied here, on the caller's
+ * zkr_session_new(), lost_fraction) is applied here, on the caller's
  * thread: when it says lost, the caller treats what it held in @gen as
  * lost at once, and the manager thread is woken to declare the session
  * lost (listeners, hooks). */

@@ -198,20 +198,18 @@ static const char *held_word(zkr_lock_state st) {
 }
 
 static void mutex_loop(zkr_session *s, int rw, int reader) {
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_id(o, id);
+  zkr_mutex_options o = {0};
+  o.id = id;
   zkr_mutex *m = NULL;
   zkr_rwlock *l = NULL;
   int rc;
   if (rw) {
-    rc = zkr_rwlock_new(&l, s, path, o);
+    rc = zkr_rwlock_new(&l, s, path, &o);
     if (rc == ZKR_OK)
       m = reader ? zkr_rwlock_read_lock(l) : zkr_rwlock_write_lock(l);
   } else {
-    rc = zkr_mutex_new(&m, s, path, o);
+    rc = zkr_mutex_new(&m, s, path, &o);
   }
-  zkr_mutex_opts_free(o);
   if (rc != ZKR_OK)
     die("new: %s", zkr_err_name(rc));
   pthread_mutex_lock(&cur_mu);
@@ -254,12 +252,10 @@ static void mutex_loop(zkr_session *s, int rw, int reader) {
 }
 
 static void semaphore_loop(zkr_session *s) {
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  zkr_semaphore_opts_set_id(o, id);
+  zkr_semaphore_options o = {0};
+  o.id = id;
   zkr_semaphore *sem = NULL;
-  int rc = zkr_semaphore_new(&sem, s, path, permits, o);
-  zkr_semaphore_opts_free(o);
+  int rc = zkr_semaphore_new(&sem, s, path, permits, &o);
   if (rc != ZKR_OK)
     die("new: %s", zkr_err_name(rc));
   pthread_mutex_lock(&cur_mu);
@@ -293,12 +289,10 @@ static void semaphore_loop(zkr_session *s) {
 }
 
 static void election_loop(zkr_session *s) {
-  zkr_election_opts *o = NULL;
-  zkr_election_opts_new(&o);
-  zkr_election_opts_set_id(o, id);
+  zkr_election_options o = {0};
+  o.id = id;
   zkr_election *e = NULL;
-  int rc = zkr_election_new(&e, s, path, o);
-  zkr_election_opts_free(o);
+  int rc = zkr_election_new(&e, s, path, &o);
   if (rc != ZKR_OK)
     die("new: %s", zkr_err_name(rc));
   rc = zkr_election_start(e);
@@ -413,13 +407,11 @@ int main(int argc, char **argv) {
   pthread_t th;
   pthread_create(&th, NULL, sig_main, &set);
 
-  zkr_session_opts *so = NULL;
-  zkr_session_opts_new(&so);
-  zkr_session_opts_set_session_timeout(so, session_ms);
-  zkr_session_opts_set_connect_timeout(so, 60000);
+  zkr_session_options so = {0};
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = 60000;
   zkr_session *s = NULL;
-  int rc = zkr_session_new(&s, servers, so);
-  zkr_session_opts_free(so);
+  int rc = zkr_session_new(&s, servers, &so);
   if (rc != ZKR_OK)
     die("session: %s", zkr_err_name(rc));
   logf_("start %s %ld", recipe, (long)getpid());

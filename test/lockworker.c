@@ -177,15 +177,13 @@ static int run_semaphore(zkr_session *s, const char *path, int permits,
                          const char *id, long iterations, long hold_ms,
                          long timeout_ms, int forever, const char *logf,
                          const char *res) {
-  zkr_semaphore_opts *so = NULL;
-  zkr_semaphore_opts_new(&so);
+  zkr_semaphore_options so = {0};
   if (id)
-    zkr_semaphore_opts_set_id(so, id);
+    so.id = id;
   state_log = logf;
-  zkr_semaphore_opts_set_state_fn(so, on_lease_state, NULL);
+  so.state_fn = on_lease_state;
   zkr_semaphore *sem = NULL;
-  int rc = zkr_semaphore_new(&sem, s, path, permits, so);
-  zkr_semaphore_opts_free(so);
+  int rc = zkr_semaphore_new(&sem, s, path, permits, &so);
   if (rc != ZKR_OK) {
     fprintf(stderr, "lockworker: %s\n", zkr_strerror(rc));
     return 1;
@@ -415,25 +413,22 @@ static int lead_term(zkr_election *e, term_cfg *c) {
   return 0;
 }
 
-static int opts_for(zkr_election_opts **o, const char *id, int keep) {
-  zkr_election_opts_new(o);
-  zkr_election_opts_set_listener(*o, on_leader, NULL);
-  if (id)
-    zkr_election_opts_set_id(*o, id);
-  return zkr_election_opts_set_suspend(*o, keep ? ZKR_ELECTION_SUSPEND_KEEP
-                                                : ZKR_ELECTION_SUSPEND_DROP);
+static zkr_election_options opts_for(const char *id, int keep) {
+  return (zkr_election_options){.listener = on_leader,
+                                .id = id,
+                                .suspend = keep ? ZKR_ELECTION_SUSPEND_KEEP
+                                                : ZKR_ELECTION_SUSPEND_DROP};
 }
 
 /* --recipe latch: @c->iterations terms (or one forever). */
 static int run_latch(zkr_session *s, const char *path, const char *id, int keep,
                      int end_free, long timeout_ms, term_cfg *c) {
-  zkr_election_opts *o = NULL;
-  opts_for(&o, id, keep);
+  zkr_election_options o = opts_for(id, keep);
   zkr_election *e = NULL;
   int status = 0, rc = ZKR_OK;
   for (long it = 0; it < (c->forever ? 1 : c->iterations); it++) {
     if (!e) {
-      rc = zkr_election_new(&e, s, path, o);
+      rc = zkr_election_new(&e, s, path, &o);
       if (rc == ZKR_OK)
         rc = zkr_election_start(e);
     }
@@ -459,7 +454,6 @@ static int run_latch(zkr_session *s, const char *path, const char *id, int keep,
     }
   }
   zkr_election_free(e);
-  zkr_election_opts_free(o);
   return status;
 }
 
@@ -483,11 +477,9 @@ static void selector_term(zkr_election *e, void *ud) {
  * @c->iterations are done (or one forever, or a loss). */
 static int run_selector(zkr_session *s, const char *path, const char *id,
                         int keep, term_cfg *c) {
-  zkr_election_opts *o = NULL;
-  opts_for(&o, id, keep);
+  zkr_election_options o = opts_for(id, keep);
   zkr_election *e = NULL;
-  int rc = zkr_election_new(&e, s, path, o);
-  zkr_election_opts_free(o);
+  int rc = zkr_election_new(&e, s, path, &o);
   if (c->forever)
     c->iterations = 1;
   if (rc == ZKR_OK)
@@ -589,13 +581,11 @@ int main(int argc, char **argv) {
   if (!servers || !path)
     usage();
   setvbuf(stdout, NULL, _IOLBF, 0);
-  zkr_session_opts *so = NULL;
-  zkr_session_opts_new(&so);
-  zkr_session_opts_set_session_timeout(so, (int)session_ms);
-  zkr_session_opts_set_connect_timeout(so, 20000);
+  zkr_session_options so = {0};
+  so.session_timeout_ms = (int)session_ms;
+  so.connect_timeout_ms = 20000;
   zkr_session *s = NULL;
-  int rc = zkr_session_new(&s, servers, so);
-  zkr_session_opts_free(so);
+  int rc = zkr_session_new(&s, servers, &so);
   if (rc != ZKR_OK) {
     fprintf(stderr, "lockworker: connect: %s\n", zkr_strerror(rc));
     return 1;
@@ -623,17 +613,15 @@ int main(int argc, char **argv) {
     zkr_session_close(s);
     return st;
   }
-  zkr_mutex_opts *mo = NULL;
-  zkr_mutex_opts_new(&mo);
+  zkr_mutex_options mo = {0};
   if (id)
-    zkr_mutex_opts_set_id(mo, id);
+    mo.id = id;
   zkr_mutex *m = NULL;
   zkr_rwlock *rw = NULL;
   if (strcmp(recipe, "mutex") == 0)
-    rc = zkr_mutex_new(&m, s, path, mo);
+    rc = zkr_mutex_new(&m, s, path, &mo);
   else
-    rc = zkr_rwlock_new(&rw, s, path, mo);
-  zkr_mutex_opts_free(mo);
+    rc = zkr_rwlock_new(&rw, s, path, &mo);
   srand((unsigned)getpid());
   if (rc != ZKR_OK) {
     fprintf(stderr, "lockworker: %s\n", zkr_strerror(rc));

@@ -1,4 +1,4 @@
-/* Creator-only ACLs (zkr_session_opts_set_acl(ZKR_ACL_CREATOR)) against a
+/* Creator-only ACLs (zkr_session_options.acl = ZKR_ACL_CREATOR) against a
  * real server: the ACL of every node zkr creates (contender nodes of the
  * mutex, the semaphore and the election, and the parents zkr creates), what
  * a client without the credentials (or with others) can no longer do, what
@@ -18,15 +18,16 @@ static const char *hosts;
 
 /* A session with @cred ("user:password", digest; NULL: none) and @acl. */
 static zkr_session *sess(const char *via, const char *cred, int acl) {
-  zkr_session_opts *o = NULL;
+  zkr_session_options o = {0};
   zkr_session *s = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 6000);
-  if (cred)
-    zkr_session_opts_add_auth(o, "digest", cred);
-  zkr_session_opts_set_acl(o, acl ? ZKR_ACL_CREATOR : ZKR_ACL_OPEN);
-  int rc = zkr_session_new(&s, via, o);
-  zkr_session_opts_free(o);
+  o.session_timeout_ms = 6000;
+  zkr_auth auth = {"digest", cred};
+  if (cred) {
+    o.auth = &auth;
+    o.auth_count = 1;
+  }
+  o.acl = acl ? ZKR_ACL_CREATOR : ZKR_ACL_OPEN;
+  int rc = zkr_session_new(&s, via, &o);
   if (rc != ZKR_OK)
     tap_bail("session to %s: %s", via, zkr_strerror(rc));
   return s;
@@ -98,17 +99,15 @@ int main(void) {
   char path[512], node[1400], node2[1400], kid[700];
 
   /* ---- bad input ---- */
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  is(zkr_session_opts_set_acl(o, (zkr_acl_mode)7), ZKR_EINVAL,
-     "an unknown ACL mode is refused");
-  is(zkr_session_opts_set_acl(NULL, ZKR_ACL_CREATOR), ZKR_EINVAL, "no options");
-  is(zkr_session_opts_set_acl(o, ZKR_ACL_CREATOR), ZKR_OK, "creator mode set");
   zkr_session *bad = NULL;
-  is(zkr_session_new(&bad, hosts, o), ZKR_EINVAL,
+  is(zkr_session_new(&bad, hosts,
+                     &(zkr_session_options){.acl = (zkr_acl_mode)7}),
+     ZKR_EINVAL, "an unknown ACL mode is refused");
+  is(zkr_session_new(&bad, hosts,
+                     &(zkr_session_options){.acl = ZKR_ACL_CREATOR}),
+     ZKR_EINVAL,
      "creator mode without credentials: zkr_session_new refuses it");
   ok(bad == NULL, "and makes no session");
-  zkr_session_opts_free(o);
 
   zkr_session *admin = sess(hosts, NULL, 0);
   int port = zkt_proxy_start(hosts);

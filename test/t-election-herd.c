@@ -78,12 +78,10 @@ int main(void) {
     ses[i] = zkt_connect(hosts, 20000);
     char id[16];
     snprintf(id, sizeof id, "p%d", i);
-    zkr_election_opts *o = NULL;
-    zkr_election_opts_new(&o);
-    zkr_election_opts_set_id(o, id);
-    if (zkr_election_new(&el[i], ses[i], path, o) != ZKR_OK)
+    zkr_election_options o = {0};
+    o.id = id;
+    if (zkr_election_new(&el[i], ses[i], path, &o) != ZKR_OK)
       tap_bail("zkr_election_new %d", i);
-    zkr_election_opts_free(o);
   }
   ok(1, "%d sessions, one participant each", P);
   int64_t base_watches = zkt_watch_count();

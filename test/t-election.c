@@ -50,11 +50,23 @@ static void test_bad_input(void) {
   is(zkr_election_new(&e, admin, "/", NULL), ZKR_EBADPATH, "path /");
   is(zkr_election_new(&e, admin, "/zookeeper/x", NULL), ZKR_EBADPATH,
      "under /zookeeper");
-  zkr_election_opts *o = NULL;
-  zkr_election_opts_new(&o);
-  is(zkr_election_opts_set_suspend(o, 7), ZKR_EINVAL, "a bad suspend mode");
-  is(zkr_election_opts_set_id(o, "a\nb"), ZKR_EINVAL, "an id with a newline");
-  zkr_election_opts_free(o);
+  is(zkr_election_new(
+         &e, admin, path,
+         &(zkr_election_options){.suspend = (zkr_election_suspend)7}),
+     ZKR_EINVAL, "a bad suspend mode");
+  is(zkr_election_new(&e, admin, path, &(zkr_election_options){.id = "a\nb"}),
+     ZKR_EINVAL, "an id with a newline");
+  is(zkr_election_new(&e, admin, path,
+                      &(zkr_election_options){.reserved_[63] = 2}),
+     ZKR_EINVAL, "a non-zero reserved byte");
+  ok(e == NULL, "*out untouched");
+  is(zkr_election_new(
+         &e, admin, path,
+         &(zkr_election_options){.id = "compound",
+                                 .suspend = ZKR_ELECTION_SUSPEND_KEEP}),
+     ZKR_OK, "a compound literal");
+  zkr_election_free(e);
+  e = NULL;
   is(zkr_election_new(&e, admin, path, NULL), ZKR_OK, "new");
   is(zkr_election_await(e, 0), ZKR_ENOTHELD, "await before joining");
   is(zkr_election_resign(e), ZKR_ENOTHELD, "resign before joining");

@@ -36,12 +36,10 @@ static int hold_lost(void *arg) {
 
 static void test_mutex(void) {
   const char *path = zkt_path("mutex");
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_state_fn(o, on_state, NULL);
+  zkr_mutex_options o = {0};
+  o.state_fn = on_state;
   zkr_mutex *m = NULL;
-  is(zkr_mutex_new(&m, admin, path, o), ZKR_OK, "a mutex");
-  zkr_mutex_opts_free(o);
+  is(zkr_mutex_new(&m, admin, path, &o), ZKR_OK, "a mutex");
   ok(zkr_mutex_hold(m) == NULL, "no hold before it is acquired");
   ok(zkr_mutex_hold(NULL) == NULL, "no hold of NULL");
   is(zkr_hold_token(NULL), 0, "NULL: token 0");

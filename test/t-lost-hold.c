@@ -171,34 +171,28 @@ static void child(int k, int c, const char *path, const char *data, int ready,
   zkr_election *e = NULL;
   int rc = ZKR_EINVAL;
   if (k == K_MUTEX || k == K_READ || k == K_WRITE) {
-    zkr_mutex_opts *o = NULL;
-    zkr_mutex_opts_new(&o);
-    zkr_mutex_opts_set_state_fn(o, on_state, NULL);
+    zkr_mutex_options o = {0};
+    o.state_fn = on_state;
     if (k == K_MUTEX) {
-      rc = zkr_mutex_new(&m, s, path, o);
+      rc = zkr_mutex_new(&m, s, path, &o);
     } else {
-      rc = zkr_rwlock_new(&rw, s, path, o);
+      rc = zkr_rwlock_new(&rw, s, path, &o);
       if (rc == ZKR_OK)
         m = half =
             k == K_READ ? zkr_rwlock_read_lock(rw) : zkr_rwlock_write_lock(rw);
     }
-    zkr_mutex_opts_free(o);
     if (rc == ZKR_OK)
       rc = zkr_mutex_acquire(m, 10000);
   } else if (k == K_LEASE) {
-    zkr_semaphore_opts *o = NULL;
-    zkr_semaphore_opts_new(&o);
-    zkr_semaphore_opts_set_state_fn(o, on_state, NULL);
-    rc = zkr_semaphore_new(&sem, s, path, 1, o);
-    zkr_semaphore_opts_free(o);
+    zkr_semaphore_options o = {0};
+    o.state_fn = on_state;
+    rc = zkr_semaphore_new(&sem, s, path, 1, &o);
     if (rc == ZKR_OK)
       rc = zkr_semaphore_acquire(sem, 1, 10000, &l);
   } else {
-    zkr_election_opts *o = NULL;
-    zkr_election_opts_new(&o);
-    zkr_election_opts_set_listener(o, on_leader, NULL);
-    rc = zkr_election_new(&e, s, path, o);
-    zkr_election_opts_free(o);
+    zkr_election_options o = {0};
+    o.listener = on_leader;
+    rc = zkr_election_new(&e, s, path, &o);
     if (rc == ZKR_OK)
       rc = zkr_election_start(e);
     if (rc == ZKR_OK)

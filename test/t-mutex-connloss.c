@@ -26,12 +26,10 @@ int main(void) {
   snprintf(path, sizeof path, "%s/lock", root);
 
   zkr_session *admin = NULL, *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 10000);
+  zkr_session_options o = {0};
+  o.session_timeout_ms = 10000;
   is(zkr_session_new(&admin, hosts, NULL), ZKR_OK, "admin session (direct)");
-  is(zkr_session_new(&s, via, o), ZKR_OK, "session through the proxy");
-  zkr_session_opts_free(o);
+  is(zkr_session_new(&s, via, &o), ZKR_OK, "session through the proxy");
   if (!admin || !s)
     return tap_done();
   int64_t sid = zkr_session_id(s);

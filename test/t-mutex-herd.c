@@ -63,12 +63,10 @@ int main(void) {
   char path[256];
   snprintf(path, sizeof path, "%s/lock", zkt_root("t-mutex-herd"));
   for (int i = 0; i <= W; i++) {
-    zkr_session_opts *o = NULL;
-    zkr_session_opts_new(&o);
-    zkr_session_opts_set_session_timeout(o, 20000);
-    if (zkr_session_new(&ses[i], hosts, o) != ZKR_OK)
+    zkr_session_options o = {0};
+    o.session_timeout_ms = 20000;
+    if (zkr_session_new(&ses[i], hosts, &o) != ZKR_OK)
       tap_bail("session %d", i);
-    zkr_session_opts_free(o);
     zkr_mutex_new(&mx[i], ses[i], path, NULL);
   }
   ok(1, "%d sessions", W + 1);

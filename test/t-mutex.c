@@ -46,16 +46,26 @@ static void test_bad_input(zkr_session *s) {
   is(zkr_mutex_new(&m, NULL, "/a", NULL), ZKR_EINVAL, "NULL session");
   is(zkr_mutex_new(NULL, s, "/a", NULL), ZKR_EINVAL, "NULL out");
   ok(m == (zkr_mutex *)0x1, "*out untouched");
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  is(zkr_mutex_opts_set_id(o, ""), ZKR_EINVAL, "empty id refused");
-  is(zkr_mutex_opts_set_id(o, NULL), ZKR_EINVAL, "NULL id refused");
-  is(zkr_mutex_opts_set_id(o, "a\nb"), ZKR_EINVAL, "control char refused");
+  const char *bado = zkt_path("bad-options");
+  is(zkr_mutex_new(&m, s, bado, &(zkr_mutex_options){.id = ""}), ZKR_EINVAL,
+     "empty id refused");
+  is(zkr_mutex_new(&m, s, bado, &(zkr_mutex_options){.id = "a\nb"}), ZKR_EINVAL,
+     "control char refused");
   char longid[300];
   memset(longid, 'i', sizeof longid - 1);
   longid[sizeof longid - 1] = '\0';
-  is(zkr_mutex_opts_set_id(o, longid), ZKR_EINVAL, "over-long id refused");
-  zkr_mutex_opts_free(o);
+  is(zkr_mutex_new(&m, s, bado, &(zkr_mutex_options){.id = longid}), ZKR_EINVAL,
+     "over-long id refused");
+  is(zkr_mutex_new(&m, s, bado, &(zkr_mutex_options){.reserved_[0] = 1}),
+     ZKR_EINVAL, "a non-zero reserved byte refused");
+  zkr_mutex_options tail = {.reentrant = 1};
+  tail.reserved_[sizeof tail.reserved_ - 1] = 1;
+  is(zkr_mutex_new(&m, s, bado, &tail), ZKR_EINVAL,
+     "a non-zero last reserved byte refused");
+  zkr_rwlock *rw = (zkr_rwlock *)0x1;
+  is(zkr_rwlock_new(&rw, s, bado, &(zkr_mutex_options){.id = ""}), ZKR_EINVAL,
+     "rwlock: empty id refused");
+  ok(m == (zkr_mutex *)0x1 && rw == (zkr_rwlock *)0x1, "*out untouched");
   is(zkr_mutex_acquire(NULL, 0), ZKR_EINVAL, "acquire(NULL)");
   is(zkr_mutex_release(NULL), ZKR_EINVAL, "release(NULL)");
   is(zkr_mutex_cancel(NULL), ZKR_EINVAL, "cancel(NULL)");
@@ -80,16 +90,59 @@ static void test_bad_input(zkr_session *s) {
   zkr_mutex_free(ok_m);
   is(nchildren(zkt_path("never-used")), -1,
      "a mutex sends nothing before it is used");
+  is(nchildren(bado), -1, "nothing was created for refused options");
+}
+
+/* Options in one expression: a compound literal that dies at once (the
+ * id is copied), NULL and an all-zero struct (every default: not
+ * reentrant, "host=H pid=P" as the data). */
+static void test_options(zkr_session *s) {
+  const char *path = zkt_path("options");
+  zkr_mutex *a = NULL, *b = NULL, *c = NULL;
+  {
+    char id[] = "worker-1";
+    is(zkr_mutex_new(&a, s, path,
+                     &(zkr_mutex_options){.reentrant = 1, .id = id}),
+       ZKR_OK, "a compound literal");
+    memset(id, 'x', sizeof id - 1); /* the caller's string changes */
+  }
+  is(zkr_mutex_new(&b, s, path, NULL), ZKR_OK, "NULL options");
+  is(zkr_mutex_new(&c, s, path, &(zkr_mutex_options){0}), ZKR_OK,
+     "all-zero options");
+  is(zkr_mutex_acquire(a, 5000), ZKR_OK, "a acquires");
+  is(zkr_mutex_acquire(a, 5000), ZKR_OK, "... and again: reentrant");
+  is(zkr_mutex_hold_count(a), 2, "hold count 2");
+  zkr_participant *p = NULL;
+  size_t n = 0;
+  is(zkr_mutex_participants(s, path, 5000, &p, &n), ZKR_OK, "participants");
+  ok(n == 1 && strstr(p[0].data, " id=worker-1") != NULL,
+     "the id as given, copied (%s)", n ? p[0].data : "none");
+  zkr_participants_free(p, n);
+  zkr_mutex_release(a);
+  zkr_mutex_release(a);
+  is(zkr_mutex_acquire(b, 5000), ZKR_OK, "b (defaults) acquires");
+  is(zkr_mutex_acquire(b, 0), ZKR_EBUSY, "... not reentrant: ZKR_EBUSY");
+  p = NULL;
+  n = 0;
+  zkr_mutex_participants(s, path, 5000, &p, &n);
+  ok(n == 1 && strstr(p[0].data, " id=") == NULL, "no id by default (%s)",
+     n ? p[0].data : "none");
+  zkr_participants_free(p, n);
+  zkr_mutex_release(b);
+  is(zkr_mutex_acquire(c, 5000), ZKR_OK, "c (zeros) acquires");
+  is(zkr_mutex_acquire(c, 0), ZKR_EBUSY, "... not reentrant: ZKR_EBUSY");
+  zkr_mutex_release(c);
+  zkr_mutex_free(a);
+  zkr_mutex_free(b);
+  zkr_mutex_free(c);
 }
 
 static void test_basic(zkr_session *s) {
   const char *path = zkt_path("basic");
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_id(o, "job-7");
+  zkr_mutex_options o = {0};
+  o.id = "job-7";
   zkr_mutex *a = NULL, *b = NULL;
-  is(zkr_mutex_new(&a, s, path, o), ZKR_OK, "mutex a");
-  zkr_mutex_opts_free(o);
+  is(zkr_mutex_new(&a, s, path, &o), ZKR_OK, "mutex a");
   is(zkr_mutex_new(&b, s, path, NULL), ZKR_OK, "mutex b, same session");
   is(zkr_mutex_state_get(a), ZKR_LOCK_UNLOCKED, "UNLOCKED at first");
   is(zkr_mutex_acquire(a, -1), ZKR_OK, "a acquires (parents created)");
@@ -286,12 +339,10 @@ static void *other_thread(void *arg) {
 
 static void test_reentrant(zkr_session *s) {
   const char *path = zkt_path("reentrant");
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_reentrant(o, 1);
+  zkr_mutex_options o = {0};
+  o.reentrant = 1;
   zkr_mutex *m = NULL;
-  zkr_mutex_new(&m, s, path, o);
-  zkr_mutex_opts_free(o);
+  zkr_mutex_new(&m, s, path, &o);
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "reentrant: first acquire");
   int64_t t = zkr_hold_token(zkr_mutex_hold(m));
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "second acquire by the same thread");
@@ -328,12 +379,11 @@ static void test_guarded_and_expiry(void) {
   zkr_session *s1 = connect_s(6000), *s2 = connect_s(6000);
   zkt_statelog log;
   zkt_statelog_init(&log);
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_state_fn(o, zkt_state_fn, &log);
+  zkr_mutex_options o = {0};
+  o.state_fn = zkt_state_fn;
+  o.state_user_data = &log;
   zkr_mutex *m1 = NULL, *m2 = NULL;
-  zkr_mutex_new(&m1, s1, path, o);
-  zkr_mutex_opts_free(o);
+  zkr_mutex_new(&m1, s1, path, &o);
   zkr_mutex_new(&m2, s2, path, NULL);
   is(zkr_mutex_acquire(m1, -1), ZKR_OK, "holder 1 acquires");
   is(zkr_hold_guarded_set(zkr_mutex_hold(m1), res, "1", 1, -1, 5000), ZKR_OK,
@@ -409,16 +459,15 @@ static void test_queue_changes(zkr_session *s) {
   zkr_mutex *h = NULL, *m[W];
   struct asy a[W];
   char *names[W + 2] = {0};
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_watch_node(o, 1);
+  zkr_mutex_options o = {0};
+  o.watch_node = 1;
   zkr_mutex_new(&h, s, path, NULL);
   is(zkr_mutex_acquire(h, -1), ZKR_OK, "H holds");
   int queued = 1;
   for (int i = 0; i < W; i++) {
     ws[i] = connect_s(10000);
     m[i] = NULL;
-    zkr_mutex_new(&m[i], ws[i], path, o);
+    zkr_mutex_new(&m[i], ws[i], path, &o);
     memset(&a[i], 0, sizeof a[i]);
     pthread_mutex_init(&a[i].mu, NULL);
     zkr_mutex_acquire_async(m[i], -1, on_acquired, &a[i]);
@@ -498,24 +547,20 @@ static void test_queue_changes(zkr_session *s) {
     pthread_mutex_destroy(&a[i].mu);
   }
   zkr_mutex_free(h);
-  zkr_mutex_opts_free(o);
 }
 
-/* zkr_mutex_opts_set_watch_node: a deletion by another client is LOST at
+/* zkr_mutex_options.watch_node: a deletion by another client is LOST at
  * once, with the callback, without any call on the mutex; release after
  * that says so; with the option and no deletion, release is plain. */
 static void test_watch_node(zkr_session *s) {
-  is(zkr_mutex_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
-     "watch_node: NULL options refused");
   zkt_statelog log;
   zkt_statelog_init(&log);
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  is(zkr_mutex_opts_set_watch_node(o, 1), ZKR_OK, "watch_node set");
-  zkr_mutex_opts_set_state_fn(o, zkt_state_fn, &log);
+  zkr_mutex_options o = {0};
+  o.watch_node = 1;
+  o.state_fn = zkt_state_fn;
+  o.state_user_data = &log;
   zkr_mutex *m = NULL;
-  zkr_mutex_new(&m, s, zkt_path("watched"), o);
-  zkr_mutex_opts_free(o);
+  zkr_mutex_new(&m, s, zkt_path("watched"), &o);
   is(zkr_mutex_acquire(m, -1), ZKR_OK, "watched holder acquires");
   char node[512];
   zkr_hold_node(zkr_mutex_hold(m), node, sizeof node);
@@ -615,6 +660,7 @@ int main(void) {
   zkr_session *s = connect_s(10000);
   test_bad_input(s);
   test_basic(s);
+  test_options(s);
   test_cancel_timeout_watches(s);
   test_async(s);
   test_reentrant(s);

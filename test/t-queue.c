@@ -440,11 +440,9 @@ static zkr_session *proxied_session(int timeout_ms) {
   char via[64];
   snprintf(via, sizeof via, "127.0.0.1:%d", port);
   zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, timeout_ms);
-  is(zkr_session_new(&s, via, o), ZKR_OK, "a session through the proxy");
-  zkr_session_opts_free(o);
+  zkr_session_options o = {0};
+  o.session_timeout_ms = timeout_ms;
+  is(zkr_session_new(&s, via, &o), ZKR_OK, "a session through the proxy");
   return s;
 }
 

@@ -446,13 +446,12 @@ static void test_expired_holders(void) {
   for (int kind = 0; kind < 2; kind++) {
     zkt_statelog l;
     zkt_statelog_init(&l);
-    zkr_mutex_opts *o = NULL;
-    zkr_mutex_opts_new(&o);
-    zkr_mutex_opts_set_state_fn(o, zkt_state_fn, &l);
+    zkr_mutex_options o = {0};
+    o.state_fn = zkt_state_fn;
+    o.state_user_data = &l;
     zkr_session *hs = zkt_connect(hosts, 4000);
     zkr_rwlock *h = NULL;
-    zkr_rwlock_new(&h, hs, path, o);
-    zkr_mutex_opts_free(o);
+    zkr_rwlock_new(&h, hs, path, &o);
     zkr_mutex *hh = kind ? zkr_rwlock_write_lock(h) : zkr_rwlock_read_lock(h);
     is(zkr_mutex_acquire(hh, 5000), ZKR_OK, "a %s holds",
        kind ? "writer" : "reader");

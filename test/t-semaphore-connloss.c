@@ -292,13 +292,11 @@ static void test_count_read_cut(void) {
   char one[4] = {0, 0, 0, 1};
   zkr__zk_create(admin, cpath, one, 4, 0, zkr__deadline(5000), &cr);
   zkr__result_clear(&cr);
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  zkr_semaphore_opts_set_count_path(o, cpath);
+  zkr_semaphore_options o = {0};
+  o.count_path = cpath;
   zkr_semaphore *sem = NULL, *hsem = NULL;
-  zkr_semaphore_new(&sem, s, path, 0, o);
-  zkr_semaphore_new(&hsem, admin, path, 0, o);
-  zkr_semaphore_opts_free(o);
+  zkr_semaphore_new(&sem, s, path, 0, &o);
+  zkr_semaphore_new(&hsem, admin, path, 0, &o);
   zkr_lease *hl = NULL;
   is(zkr_semaphore_acquire(hsem, 1, 5000, &hl), ZKR_OK,
      "count 1: a direct session holds the lease");
@@ -393,13 +391,11 @@ int main(void) {
   admin = zkt_connect(hosts, 10000);
   /* declared lost only after 8 s without a connection (default 2.5 s),
    * so that the cuts below keep the same session */
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 10000);
-  zkr_session_opts_set_lost_fraction(o, 0.8);
-  if (zkr_session_new(&s, via, o) != ZKR_OK)
+  zkr_session_options o = {0};
+  o.session_timeout_ms = 10000;
+  o.lost_fraction = 0.8;
+  if (zkr_session_new(&s, via, &o) != ZKR_OK)
     tap_bail("cannot connect through the proxy");
-  zkr_session_opts_free(o);
   sid = zkr_session_id(s);
 
   test_lost_create_adopted("leases");

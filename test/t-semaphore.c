@@ -31,7 +31,7 @@ typedef struct who {
 } who;
 
 static void who_open_t(who *w, const char *path, int limit,
-                       const zkr_semaphore_opts *o, int session_ms) {
+                       const zkr_semaphore_options *o, int session_ms) {
   memset(w, 0, sizeof *w);
   pthread_mutex_init(&w->mu, NULL);
   w->s = zkt_connect(hosts, session_ms);
@@ -40,7 +40,7 @@ static void who_open_t(who *w, const char *path, int limit,
 }
 
 static void who_open(who *w, const char *path, int limit,
-                     const zkr_semaphore_opts *o) {
+                     const zkr_semaphore_options *o) {
   who_open_t(w, path, limit, o, 10000);
 }
 
@@ -127,16 +127,20 @@ static void test_bad_input(void) {
     zkr_semaphore_free(sem);
     sem = NULL;
   }
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  is(zkr_semaphore_opts_set_count_path(o, "bad//path"), ZKR_EBADPATH,
-     "a bad count path");
-  is(zkr_semaphore_opts_set_id(o, ""), ZKR_EINVAL, "an empty id");
-  is(zkr_semaphore_opts_set_count_path(o, sub(path, "count")), ZKR_OK,
-     "a count path");
-  is(zkr_semaphore_new(&sem, admin, path, 2, o), ZKR_EINVAL,
-     "a count path and a limit");
-  zkr_semaphore_opts_free(o);
+  is(zkr_semaphore_new(&sem, admin, path, 0,
+                       &(zkr_semaphore_options){.count_path = "bad//path"}),
+     ZKR_EBADPATH, "a bad count path");
+  is(zkr_semaphore_new(&sem, admin, path, 2,
+                       &(zkr_semaphore_options){.id = ""}),
+     ZKR_EINVAL, "an empty id");
+  is(zkr_semaphore_new(&sem, admin, path, 2,
+                       &(zkr_semaphore_options){.reserved_[5] = 1}),
+     ZKR_EINVAL, "a non-zero reserved byte");
+  is(zkr_semaphore_new(
+         &sem, admin, path, 2,
+         &(zkr_semaphore_options){.count_path = sub(path, "count")}),
+     ZKR_EINVAL, "a count path and a limit");
+  ok(sem == NULL, "*out untouched");
   is(zkr_semaphore_new(&sem, admin, path, 2, NULL), ZKR_OK, "limit 2");
   zkr_lease *l[3];
   is(zkr_semaphore_acquire(sem, 0, 0, l), ZKR_EINVAL, "0 leases");
@@ -302,13 +306,12 @@ static int set_count(const char *path, int32_t v) {
 static void test_shared_count(void) {
   const char *path = zkt_path("counted");
   const char *cpath = zkt_path("counted-limit");
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  zkr_semaphore_opts_set_count_path(o, cpath);
+  zkr_semaphore_options o = {0};
+  o.count_path = cpath;
   who a, b, c;
-  who_open(&a, path, 0, o);
-  who_open(&b, path, 0, o);
-  who_open(&c, path, 0, o);
+  who_open(&a, path, 0, &o);
+  who_open(&b, path, 0, &o);
+  who_open(&c, path, 0, &o);
   is(zkr_semaphore_limit(a.sem), 0, "no limit read yet");
   is(zkr_semaphore_acquire(a.sem, 1, 2000, a.l), ZKR_ENONODE,
      "no count node: ZKR_ENONODE");
@@ -341,7 +344,6 @@ static void test_shared_count(void) {
   ok(zkt_wait_for(is_done, &c, 5000) && c.rc == ZKR_OK, "none held: C gets it");
   is(zkr_semaphore_limit(c.sem), 1, "C's limit is 1");
   zkr_lease_release(c.l[0]);
-  zkr_semaphore_opts_free(o);
   who_close(&a);
   who_close(&b);
   who_close(&c);
@@ -426,14 +428,13 @@ static void test_expired_holder(void) {
   const char *path = zkt_path("expire");
   zkt_statelog lg;
   zkt_statelog_init(&lg);
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  zkr_semaphore_opts_set_state_fn(o, zkt_state_fn, &lg);
-  zkr_semaphore_opts_set_id(o, "holder-1");
+  zkr_semaphore_options o = {0};
+  o.state_fn = zkt_state_fn;
+  o.state_user_data = &lg;
+  o.id = "holder-1";
   zkr_session *hs = zkt_connect(hosts, 4000);
   zkr_semaphore *h = NULL;
-  zkr_semaphore_new(&h, hs, path, 1, o);
-  zkr_semaphore_opts_free(o);
+  zkr_semaphore_new(&h, hs, path, 1, &o);
   zkr_lease *hl = NULL;
   is(zkr_semaphore_acquire(h, 1, 5000, &hl), ZKR_OK, "the holder has it");
   const char *res = zkt_path("expire-resource");
@@ -551,13 +552,11 @@ static void test_close_then_free(void) {
   zkr_session *x = zkt_connect(hosts, 10000);
   zkr_semaphore *sem = NULL;
   is(zkr_semaphore_new(&sem, x, path, 1, NULL), ZKR_OK, "a semaphore");
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  zkr_semaphore_opts_set_count_path(o, zkt_path("close-then-free-count"));
+  zkr_semaphore_options o = {0};
+  o.count_path = zkt_path("close-then-free-count");
   zkr_semaphore *counted = NULL;
-  is(zkr_semaphore_new(&counted, x, path, 0, o), ZKR_OK,
+  is(zkr_semaphore_new(&counted, x, path, 0, &o), ZKR_OK,
      "and one with a shared count");
-  zkr_semaphore_opts_free(o);
   is(zkr_session_close(x), ZKR_OK, "the session is closed first");
   zkr_lease *l = NULL;
   is(zkr_semaphore_acquire(sem, 1, 1000, &l), ZKR_ECLOSED,
@@ -840,15 +839,12 @@ static void test_watch_node(void) {
   const char *path = zkt_path("watch-node");
   zkt_statelog lg;
   zkt_statelog_init(&lg);
-  zkr_semaphore_opts *o = NULL;
-  zkr_semaphore_opts_new(&o);
-  is(zkr_semaphore_opts_set_watch_node(NULL, 1), ZKR_EINVAL,
-     "watch_node: NULL options");
-  zkr_semaphore_opts_set_watch_node(o, 1);
-  zkr_semaphore_opts_set_state_fn(o, zkt_state_fn, &lg);
+  zkr_semaphore_options o = {0};
+  o.watch_node = 1;
+  o.state_fn = zkt_state_fn;
+  o.state_user_data = &lg;
   who a;
-  who_open(&a, path, 2, o);
-  zkr_semaphore_opts_free(o);
+  who_open(&a, path, 2, &o);
   is(zkr_semaphore_acquire(a.sem, 1, 5000, a.l), ZKR_OK, "a lease");
   char node[512];
   zkr_hold_node(zkr_lease_hold(a.l[0]), node, sizeof node);

@@ -27,12 +27,10 @@ static int server_of(int64_t sid) {
 
 static void test_failover(const char *hosts) {
   zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, 20000);
-  zkr_session_opts_set_lost_fraction(o, 0.9);
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect to the ensemble");
-  zkr_session_opts_free(o);
+  zkr_session_options o = {0};
+  o.session_timeout_ms = 20000;
+  o.lost_fraction = 0.9;
+  is(zkr_session_new(&s, hosts, &o), ZKR_OK, "connect to the ensemble");
   if (!s)
     return;
   zkt_rec r;
@@ -78,11 +76,9 @@ static void test_partition(const char *root) {
 
   const int T = 4000;
   zkr_session *s = NULL, *obs = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, T);
-  is(zkr_session_new(&s, fhost, o), ZKR_OK, "client on follower %d", follower);
-  zkr_session_opts_free(o);
+  zkr_session_options o = {0};
+  o.session_timeout_ms = T;
+  is(zkr_session_new(&s, fhost, &o), ZKR_OK, "client on follower %d", follower);
   is(zkr_session_new(&obs, lhost, NULL), ZKR_OK, "observer on leader %d",
      leader);
   if (!s || !obs)

@@ -44,14 +44,12 @@ static void slow_connect(const char *hosts, int renew) {
   pthread_t th;
   pthread_create(&th, NULL, resume_later, (void *)(intptr_t)(2 * T2));
   zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, T2);
-  zkr_session_opts_set_connect_timeout(o, 30000);
-  zkr_session_opts_set_renew(o, renew);
+  zkr_session_options o = {0};
+  o.session_timeout_ms = T2;
+  o.connect_timeout_ms = 30000;
+  o.no_renew = !(renew);
   int64_t t0 = zkt_now_ms();
-  int rc = zkr_session_new(&s, hosts, o);
-  zkr_session_opts_free(o);
+  int rc = zkr_session_new(&s, hosts, &o);
   pthread_join(th, NULL);
   is(rc, ZKR_OK, "the session connects once the server is back (%lld ms)",
      (long long)(zkt_now_ms() - t0));
@@ -110,11 +108,9 @@ int main(void) {
   const char *hosts = zkt_start(1);
   const int T = 6000;
   zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, T);
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (6 s session timeout)");
-  zkr_session_opts_free(o);
+  zkr_session_options o = {0};
+  o.session_timeout_ms = T;
+  is(zkr_session_new(&s, hosts, &o), ZKR_OK, "connect (6 s session timeout)");
   if (!s)
     return tap_done();
   is(zkr_session_timeout(s), T, "negotiated %d ms", T);

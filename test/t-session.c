@@ -32,18 +32,32 @@ static void log_fn(zkr_log_level level, const char *msg, void *ud) {
   pthread_mutex_unlock(&log_mu);
 }
 
-static zkr_session_opts *opts_with(int session_ms, int connect_ms) {
-  zkr_session_opts *o = NULL;
-  if (zkr_session_opts_new(&o) != ZKR_OK)
-    tap_bail("zkr_session_opts_new");
-  zkr_session_opts_set_session_timeout(o, session_ms);
-  zkr_session_opts_set_connect_timeout(o, connect_ms);
-  return o;
+static void alert_fn(const zkr_alert *a, void *ud) {
+  (void)a;
+  (void)ud;
+}
+
+/* zkr_session_new(@o) must refuse @o with ZKR_EINVAL, creating nothing:
+ * *out untouched, and no thread, watch or handle left (valgrind and the
+ * sanitizers see the rest). The hosts are a server nobody listens on, so
+ * options that were wrongly accepted show as ZKR_ECONNECT. */
+static void refused(zkr_session_options o, const char *what) {
+  zkr_session *s = (zkr_session *)0x1;
+  o.connect_timeout_ms = o.connect_timeout_ms ? o.connect_timeout_ms : 200;
+  is(zkr_session_new(&s, "127.0.0.1:1", &o), ZKR_EINVAL, "%s refused", what);
+  ok(s == (zkr_session *)0x1, "... *out untouched");
+}
+
+/* zkr_session_new(@o) accepts @o: it tries to connect (ZKR_ECONNECT from
+ * a server nobody listens on, within a short connect timeout). */
+static void accepted(zkr_session_options o, const char *what) {
+  zkr_session *s = (zkr_session *)0x1;
+  o.connect_timeout_ms = 200;
+  is(zkr_session_new(&s, "127.0.0.1:1", &o), ZKR_ECONNECT, "%s accepted", what);
 }
 
 static void test_bad_arguments(const char *hosts) {
   zkr_session *s = (zkr_session *)0x1;
-  zkr_session_opts *o = NULL;
   is(zkr_session_new(NULL, hosts, NULL), ZKR_EINVAL, "NULL out refused");
   is(zkr_session_new(&s, NULL, NULL), ZKR_EINVAL, "NULL hosts refused");
   is(zkr_session_new(&s, "", NULL), ZKR_EBADCONN, "empty hosts refused");
@@ -56,36 +70,68 @@ static void test_bad_arguments(const char *hosts) {
   is(zkr_session_new(&s, "127.0.0.1:2181/a//b", NULL), ZKR_EBADPATH,
      "malformed chroot refused");
   ok(s == (zkr_session *)0x1, "*out untouched on failure");
-  is(zkr_session_opts_new(NULL), ZKR_EINVAL, "opts_new(NULL) refused");
-  is(zkr_session_opts_new(&o), ZKR_OK, "opts_new");
-  is(zkr_session_opts_set_session_timeout(o, -1), ZKR_EINVAL,
-     "negative session timeout refused");
-  is(zkr_session_opts_set_session_timeout(o, 0), ZKR_EINVAL,
-     "zero session timeout refused");
-  is(zkr_session_opts_set_session_timeout(o, ZKR_SESSION_TIMEOUT_MIN - 1),
-     ZKR_EINVAL, "session timeout below 100 ms refused");
-  is(zkr_session_opts_set_session_timeout(o, ZKR_SESSION_TIMEOUT_MAX + 1),
-     ZKR_EINVAL, "session timeout of 2^30 ms refused (the C client overflows)");
-  is(zkr_session_opts_set_session_timeout(o, ZKR_SESSION_TIMEOUT_MAX), ZKR_OK,
-     "session timeout of 2^30-1 ms accepted");
-  is(zkr_session_opts_set_connect_timeout(o, -5), ZKR_EINVAL,
-     "negative connect timeout refused");
-  is(zkr_session_opts_set_lost_fraction(o, 0.0), ZKR_EINVAL,
-     "lost fraction 0 refused");
-  is(zkr_session_opts_set_lost_fraction(o, -1.0), ZKR_EINVAL,
-     "negative lost fraction refused");
-  is(zkr_session_opts_set_lost_fraction(o, 11.0), ZKR_EINVAL,
-     "lost fraction 11 refused");
-  is(zkr_session_opts_add_auth(o, NULL, "u:p"), ZKR_EINVAL,
-     "NULL auth scheme refused");
-  is(zkr_session_opts_add_auth(o, "", "u:p"), ZKR_EINVAL,
-     "empty auth scheme refused");
-  is(zkr_session_opts_add_auth(o, "digest", NULL), ZKR_EINVAL,
-     "NULL credentials refused");
-  is(zkr_session_opts_set_session_timeout(NULL, 10), ZKR_EINVAL,
-     "setter on NULL opts refused");
-  zkr_session_opts_free(o);
-  zkr_session_opts_free(NULL);
+  refused((zkr_session_options){.session_timeout_ms = -1},
+          "negative session timeout");
+  refused(
+      (zkr_session_options){.session_timeout_ms = ZKR_SESSION_TIMEOUT_MIN - 1},
+      "session timeout below 100 ms");
+  refused(
+      (zkr_session_options){.session_timeout_ms = ZKR_SESSION_TIMEOUT_MAX + 1},
+      "session timeout of 2^30 ms (the C client overflows)");
+  accepted((zkr_session_options){.session_timeout_ms = ZKR_SESSION_TIMEOUT_MAX},
+           "session timeout of 2^30-1 ms");
+  refused((zkr_session_options){.connect_timeout_ms = -5},
+          "negative connect timeout");
+  refused((zkr_session_options){.lost_fraction = -1.0},
+          "negative lost fraction");
+  refused((zkr_session_options){.lost_fraction = 11.0}, "lost fraction 11");
+  refused(
+      (zkr_session_options){.auth = &(zkr_auth){NULL, "u:p"}, .auth_count = 1},
+      "NULL auth scheme");
+  refused(
+      (zkr_session_options){.auth = &(zkr_auth){"", "u:p"}, .auth_count = 1},
+      "empty auth scheme");
+  refused((zkr_session_options){.auth = &(zkr_auth){"digest", NULL},
+                                .auth_count = 1},
+          "NULL credentials");
+  refused(
+      (zkr_session_options){.auth = (zkr_auth[]){{"digest", "a:b"}, {"", "x"}},
+                            .auth_count = 2},
+      "a bad second auth entry");
+  refused((zkr_session_options){.auth_count = 1}, "NULL auth with a count");
+  refused((zkr_session_options){.acl = (zkr_acl_mode)7}, "an unknown ACL mode");
+  refused((zkr_session_options){.alert_wait_ms = -1, .alert_fn = alert_fn},
+          "a negative alert threshold");
+  refused((zkr_session_options){.alert_hold_ms = 1000},
+          "an alert threshold without alert_fn");
+  refused((zkr_session_options){.reserved_[0] = 1},
+          "a non-zero first reserved byte");
+  zkr_session_options tail = {0};
+  tail.reserved_[sizeof tail.reserved_ - 1] = 0x80;
+  refused(tail, "a non-zero last reserved byte");
+  /* zero is every field's default, and NULL the struct's */
+  accepted((zkr_session_options){0}, "an all-zero struct");
+  accepted(
+      (zkr_session_options){
+          .auth = NULL, .auth_count = 0, .lost_fraction = 10.0, .no_renew = 1},
+      "lost fraction 10 without renewal");
+  /* NULL and zero: the defaults, as negotiated with the server (whose
+   * maximum, 20 ticks of 500 ms, is the default 10000 ms) */
+  s = NULL;
+  is(zkr_session_new(&s, hosts, NULL), ZKR_OK, "NULL options: connected");
+  is(zkr_session_timeout(s), 10000, "... with the default 10000 ms timeout");
+  zkr_session_close(s);
+  s = NULL;
+  is(zkr_session_new(&s, hosts, &(zkr_session_options){.lost_fraction = 0}),
+     ZKR_OK, "a compound literal of zeros: connected");
+  is(zkr_session_timeout(s), 10000, "... with the default 10000 ms timeout");
+  zkr_session_close(s);
+  s = NULL;
+  is(zkr_session_new(&s, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 6000}),
+     ZKR_OK, "a compound literal asking for 6000 ms: connected");
+  is(zkr_session_timeout(s), 6000, "... with 6000 ms");
+  zkr_session_close(s);
   is(zkr_session_close(NULL), ZKR_OK, "close(NULL) is a no-op");
   is(zkr_session_state_get(NULL), ZKR_STATE_CLOSED, "state of NULL");
   is(zkr_session_id(NULL), 0, "id of NULL");
@@ -170,9 +216,9 @@ static void test_timers(const char *hosts) {
  * is raised by the server; zkr's clock keeps the shorter one asked for. */
 static void test_timeout_asked(const char *hosts) {
   zkr_session *s = NULL;
-  zkr_session_opts *o = opts_with(600, 5000);
-  int rc = zkr_session_new(&s, hosts, o);
-  zkr_session_opts_free(o);
+  int rc = zkr_session_new(&s, hosts,
+                           &(zkr_session_options){.session_timeout_ms = 600,
+                                                  .connect_timeout_ms = 5000});
   is(rc, ZKR_OK, "connect asking for 600 ms");
   is(zkr_session_timeout(s), 600,
      "the timeout zkr uses: the one asked for, below the server's 1000 ms");
@@ -181,9 +227,9 @@ static void test_timeout_asked(const char *hosts) {
 
 static void test_connect_close(const char *hosts) {
   zkr_session *s = NULL;
-  zkr_session_opts *o = opts_with(4000, 5000);
-  int rc = zkr_session_new(&s, hosts, o);
-  zkr_session_opts_free(o);
+  int rc = zkr_session_new(&s, hosts,
+                           &(zkr_session_options){.session_timeout_ms = 4000,
+                                                  .connect_timeout_ms = 5000});
   is(rc, ZKR_OK, "connect to %s", hosts);
   if (rc != ZKR_OK)
     tap_bail("cannot connect: %s", zkr_strerror(rc));
@@ -212,7 +258,8 @@ static void test_wrong_server(void) {
   /* A loopback port nobody listens on: our own sandbox's port + 1 would
    * be racy; port 1 is privileged and never used by the tests. */
   zkr_session *s = NULL;
-  zkr_session_opts *o = opts_with(4000, 1500);
+  const zkr_session_options *o = &(zkr_session_options){
+      .session_timeout_ms = 4000, .connect_timeout_ms = 1500};
   int64_t t0 = zkt_now_ms();
   int rc = zkr_session_new(&s, "127.0.0.1:1", o);
   int64_t took = zkt_now_ms() - t0;
@@ -224,7 +271,6 @@ static void test_wrong_server(void) {
   took = zkt_now_ms() - t0;
   is(rc, ZKR_ECONNECT, "unresolvable host: ZKR_ECONNECT");
   ok(took < 4500, "... within the deadline (took %lld ms)", (long long)took);
-  zkr_session_opts_free(o);
 }
 
 static void test_restart(const char *hosts) {
@@ -238,10 +284,11 @@ static void test_restart(const char *hosts) {
    * window seconds long. So the wait below is one whole timeout: the
    * check is of the reconnection to the same session, not of how fast
    * the server comes back. */
-  zkr_session_opts *o = opts_with(40000, 5000);
-  zkr_session_opts_set_lost_fraction(o, 2);
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (40 s session)");
-  zkr_session_opts_free(o);
+  is(zkr_session_new(&s, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 40000,
+                                            .connect_timeout_ms = 5000,
+                                            .lost_fraction = 2}),
+     ZKR_OK, "connect (40 s session)");
   if (!s)
     return;
   zkt_rec r;
@@ -273,9 +320,10 @@ static void test_restart(const char *hosts) {
 
 static void test_expiry(const char *hosts) {
   zkr_session *s = NULL;
-  zkr_session_opts *o = opts_with(4000, 5000);
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect");
-  zkr_session_opts_free(o);
+  is(zkr_session_new(&s, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 4000,
+                                            .connect_timeout_ms = 5000}),
+     ZKR_OK, "connect");
   if (!s)
     return;
   zkt_rec r;
@@ -314,10 +362,11 @@ static void test_expiry(const char *hosts) {
   zkr_session_close(s);
 
   /* Without renewal the session stays LOST. */
-  o = opts_with(4000, 5000);
-  zkr_session_opts_set_renew(o, 0);
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect without renewal");
-  zkr_session_opts_free(o);
+  is(zkr_session_new(&s, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 4000,
+                                            .connect_timeout_ms = 5000,
+                                            .no_renew = 1}),
+     ZKR_OK, "connect without renewal");
   rec_init(&r);
   zkr_session_add_listener(s, zkt_rec_fn, &r, NULL);
   is(zkt_expire(hosts, s), 0, "expired");
@@ -338,12 +387,20 @@ static void test_auth(const char *hosts, const char *root) {
   char path[512];
   snprintf(path, sizeof path, "%s/secret", root);
   zkr_session *s = NULL, *anon = NULL;
-  zkr_session_opts *o = opts_with(20000, 5000);
-  zkr_session_opts_set_lost_fraction(o, 0.9);
-  is(zkr_session_opts_add_auth(o, "digest", "alice:secret"), ZKR_OK,
-     "digest credentials");
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect with credentials");
-  zkr_session_opts_free(o);
+  /* the caller's copies die before the session uses them */
+  char scheme[] = "digest", cred[] = "alice:secret";
+  zkr_auth *auth = malloc(sizeof *auth);
+  *auth = (zkr_auth){scheme, cred};
+  is(zkr_session_new(&s, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 20000,
+                                            .connect_timeout_ms = 5000,
+                                            .lost_fraction = 0.9,
+                                            .auth = auth,
+                                            .auth_count = 1}),
+     ZKR_OK, "connect with credentials");
+  free(auth);
+  memset(cred, 'x', sizeof cred - 1);
+  memset(scheme, 'x', sizeof scheme - 1);
   is(zkr_session_new(&anon, hosts, NULL), ZKR_OK, "connect anonymously");
   if (!s || !anon)
     return;
@@ -382,12 +439,14 @@ static void test_auth(const char *hosts, const char *root) {
 
 static void test_bad_auth(const char *hosts) {
   zkr_session *s = (zkr_session *)0x1;
-  zkr_session_opts *o = opts_with(4000, 5000);
-  zkr_session_opts_add_auth(o, "no-such-scheme", "x");
-  is(zkr_session_new(&s, hosts, o), ZKR_EAUTH,
-     "credentials the server refuses: ZKR_EAUTH");
+  is(zkr_session_new(
+         &s, hosts,
+         &(zkr_session_options){.session_timeout_ms = 4000,
+                                .connect_timeout_ms = 5000,
+                                .auth = &(zkr_auth){"no-such-scheme", "x"},
+                                .auth_count = 1}),
+     ZKR_EAUTH, "credentials the server refuses: ZKR_EAUTH");
   ok(s == (zkr_session *)0x1, "*out untouched");
-  zkr_session_opts_free(o);
 }
 
 static void test_chroot(const char *hosts, const char *root) {
@@ -449,10 +508,11 @@ static void test_retry(const char *hosts, const char *root) {
   /* As in test_restart: the session outlives a slow restart and a
    * connection left hanging by the starting server (26.7 s), so only the
    * create's own 60 s deadline bounds the wait for the server */
-  zkr_session_opts *o = opts_with(40000, 5000);
-  zkr_session_opts_set_lost_fraction(o, 2);
-  is(zkr_session_new(&s, hosts, o), ZKR_OK, "connect (40 s session)");
-  zkr_session_opts_free(o);
+  is(zkr_session_new(&s, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 40000,
+                                            .connect_timeout_ms = 5000,
+                                            .lost_fraction = 2}),
+     ZKR_OK, "connect (40 s session)");
   if (!s)
     return;
   free(zkt_sandbox("stop-server 1"));

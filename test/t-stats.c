@@ -98,14 +98,12 @@ static int wait_cnt(int *p, int want, int64_t ms) {
 
 static zkr_mutex *mutex(zkr_session *s, const char *path, const char *id,
                         int watch) {
-  zkr_mutex_opts *o = NULL;
-  zkr_mutex_opts_new(&o);
-  zkr_mutex_opts_set_id(o, id);
-  zkr_mutex_opts_set_watch_node(o, watch);
+  zkr_mutex_options o = {0};
+  o.id = id;
+  o.watch_node = watch;
   zkr_mutex *m = NULL;
-  if (zkr_mutex_new(&m, s, path, o) != ZKR_OK)
+  if (zkr_mutex_new(&m, s, path, &o) != ZKR_OK)
     tap_bail("zkr_mutex_new");
-  zkr_mutex_opts_free(o);
   return m;
 }
 
@@ -158,20 +156,23 @@ int main(void) {
   admin = zkt_connect(hosts, 10000);
 
   /* ---- bad input ---- */
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  is(zkr_session_opts_set_alerts(o, -1, 0, alert, NULL), ZKR_EINVAL,
-     "alerts: a wait threshold below 0: ZKR_EINVAL");
-  is(zkr_session_opts_set_alerts(o, 0, -5, alert, NULL), ZKR_EINVAL,
-     "alerts: a hold threshold below 0: ZKR_EINVAL");
-  is(zkr_session_opts_set_alerts(o, 100, 0, NULL, NULL), ZKR_EINVAL,
-     "alerts: a threshold without a function: ZKR_EINVAL");
-  is(zkr_session_opts_set_alerts(NULL, 100, 0, alert, NULL), ZKR_EINVAL,
-     "alerts: NULL options: ZKR_EINVAL");
-  is(zkr_session_opts_set_lock_hook(NULL, hook, NULL), ZKR_EINVAL,
-     "lock hook: NULL options: ZKR_EINVAL");
-  is(zkr_session_opts_set_alerts(o, 0, 0, NULL, NULL), ZKR_OK,
-     "alerts: both off, no function: ZKR_OK");
+  zkr_session *bad = NULL;
+  is(zkr_session_new(
+         &bad, hosts,
+         &(zkr_session_options){.alert_wait_ms = -1, .alert_fn = alert}),
+     ZKR_EINVAL, "alerts: a wait threshold below 0: ZKR_EINVAL");
+  is(zkr_session_new(
+         &bad, hosts,
+         &(zkr_session_options){.alert_hold_ms = -5, .alert_fn = alert}),
+     ZKR_EINVAL, "alerts: a hold threshold below 0: ZKR_EINVAL");
+  is(zkr_session_new(&bad, hosts, &(zkr_session_options){.alert_wait_ms = 100}),
+     ZKR_EINVAL, "alerts: a threshold without a function: ZKR_EINVAL");
+  ok(bad == NULL, "... no session made");
+  is(zkr_session_new(&bad, hosts,
+                     &(zkr_session_options){.alert_user_data = &bad,
+                                            .lock_hook_user_data = &bad}),
+     ZKR_OK, "alerts: both off, no function: ZKR_OK");
+  zkr_session_close(bad);
   zkr_stats junk;
   is(zkr_session_stats(admin, &junk, 8), ZKR_EINVAL,
      "stats: a size too small: ZKR_EINVAL");
@@ -187,14 +188,15 @@ int main(void) {
      "stats: a NULL election: ZKR_EINVAL");
 
   /* the session under test: hook, alerts at 1.5 s wait and 1.5 s hold */
-  is(zkr_session_opts_set_lock_hook(o, hook, &hook_bad), ZKR_OK,
-     "lock hook set");
-  is(zkr_session_opts_set_alerts(o, 1500, 1500, alert, NULL), ZKR_OK,
-     "alerts set (wait 1.5 s, hold 1.5 s)");
-  zkr_session_opts_set_session_timeout(o, 10000);
   zkr_session *a = NULL;
-  is(zkr_session_new(&a, hosts, o), ZKR_OK, "session a");
-  zkr_session_opts_free(o);
+  is(zkr_session_new(&a, hosts,
+                     &(zkr_session_options){.session_timeout_ms = 10000,
+                                            .lock_hook = hook,
+                                            .lock_hook_user_data = &hook_bad,
+                                            .alert_wait_ms = 1500,
+                                            .alert_hold_ms = 1500,
+                                            .alert_fn = alert}),
+     ZKR_OK, "session a: lock hook, alerts (wait 1.5 s, hold 1.5 s)");
   zkr_session *b = zkt_connect(hosts, 10000);
 
   const char *path = zkt_path("m");

@@ -24,16 +24,12 @@ void zkt_who_open(zkt_who *w, const char *hosts, const char *path,
   memset(w, 0, sizeof *w);
   pthread_mutex_init(&w->mu, NULL);
   w->s = zkt_connect(hosts, timeout);
-  zkr_election_opts *o = NULL;
-  if (zkr_election_opts_new(&o) != ZKR_OK)
-    tap_bail("zkr_election_opts_new");
-  zkr_election_opts_set_id(o, id);
-  zkr_election_opts_set_listener(o, listener, w);
+  zkr_election_options o = {
+      .id = id, .listener = listener, .listener_user_data = w};
   if (suspend >= 0)
-    zkr_election_opts_set_suspend(o, (zkr_election_suspend)suspend);
-  if (zkr_election_new(&w->e, w->s, path, o) != ZKR_OK)
+    o.suspend = (zkr_election_suspend)suspend;
+  if (zkr_election_new(&w->e, w->s, path, &o) != ZKR_OK)
     tap_bail("zkr_election_new");
-  zkr_election_opts_free(o);
 }
 
 void zkt_who_close(zkt_who *w) {

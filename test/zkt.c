@@ -301,11 +301,9 @@ int zkt_proxy_stop(void) {
 
 zkr_session *zkt_connect(const char *hosts, int session_timeout_ms) {
   zkr_session *s = NULL;
-  zkr_session_opts *o = NULL;
-  zkr_session_opts_new(&o);
-  zkr_session_opts_set_session_timeout(o, session_timeout_ms);
-  int rc = zkr_session_new(&s, hosts, o);
-  zkr_session_opts_free(o);
+  int rc = zkr_session_new(
+      &s, hosts,
+      &(zkr_session_options){.session_timeout_ms = session_timeout_ms});
   if (rc != ZKR_OK)
     tap_bail("connect to %s: %s", hosts, zkr_strerror(rc));
   return s;

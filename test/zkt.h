@@ -90,8 +90,8 @@ int zkt_rec_wait_n(zkt_rec *r, int n, int64_t timeout_ms);
 /* The events as "CONNECTED,SUSPENDED,...". */
 void zkt_rec_str(zkt_rec *r, char *buf, size_t len);
 
-/* A lock state recorder: zkr_mutex_opts_set_state_fn(o, zkt_state_fn,
- * &log) after zkt_statelog_init(&log); zkt_lost_seen(&log) for
+/* A lock state recorder: .state_fn = zkt_state_fn, .state_user_data =
+ * &log in the options, after zkt_statelog_init(&log); zkt_lost_seen(&log) for
  * zkt_wait_for(): a LOST was recorded. */
 typedef struct zkt_statelog {
   pthread_mutex_t mu;

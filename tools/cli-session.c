@@ -183,7 +183,7 @@ static void on_session(zkr_session *s, zkr_session_event ev, int64_t sid,
 struct connecting {
   zkr_session *s;
   const char *servers;
-  zkr_session_opts *so;
+  const zkr_session_options *so;
   int rc;
   atomic_int done;
 };
@@ -196,8 +196,8 @@ static void *connect_main(void *arg) {
 }
 
 int session_new_interruptible(zkr_session **s, const char *servers,
-                              zkr_session_opts *so, int (*wait_signal)(void *),
-                              void *ud, int *sig) {
+                              const zkr_session_options *so,
+                              int (*wait_signal)(void *), void *ud, int *sig) {
   static struct connecting c; /* outlives us if a signal comes first */
   c.s = NULL;
   c.servers = servers;
@@ -240,32 +240,29 @@ int run_session(const struct run_opts *o, int renew, zkr_session **out) {
   if (o->acl_creator && !o->auth)
     usage_error("--acl creator needs --auth USER:PASSWORD: the nodes get "
                 "every right for those credentials only");
-  zkr_session_opts *so = NULL;
-  int rc = zkr_session_opts_new(&so);
-  if (rc == ZKR_OK && o->auth)
-    rc = zkr_session_opts_add_auth(so, "digest", o->auth);
-  if (rc == ZKR_OK && o->acl_creator)
-    rc = zkr_session_opts_set_acl(so, ZKR_ACL_CREATOR);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_session_timeout(so, (int)o->session_ms);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_connect_timeout(so, (int)o->connect_ms);
-  if (rc == ZKR_OK && !renew)
-    rc = zkr_session_opts_set_renew(so, 0);
-  if (rc != ZKR_OK) {
-    msg("%s", zkr_strerror(rc));
-    zkr_session_opts_free(so);
-    return EX_SOFTWARE;
-  }
+  /* static: a connecting thread a signal leaves behind still reads them */
+  static zkr_auth auth;
+  static zkr_session_options so;
+  auth = (zkr_auth){.scheme = "digest", .cred = o->auth};
+  so = (zkr_session_options){.session_timeout_ms = (int)o->session_ms,
+                             .connect_timeout_ms = (int)o->connect_ms,
+                             .no_renew = !renew,
+                             .auth = o->auth ? &auth : NULL,
+                             .auth_count = o->auth ? 1 : 0,
+                             .acl = o->acl_creator ? ZKR_ACL_CREATOR
+                                                   : ZKR_ACL_OPEN};
   *out = NULL;
   session_servers = o->servers;
-  rc = cli_signal_fd() < 0
-           ? zkr_session_new(out, o->servers, so)
-           : session_new_interruptible(out, o->servers, so, signalfd_wait, NULL,
-                                       &session_signal);
+  int rc = cli_signal_fd() < 0
+               ? zkr_session_new(out, o->servers, &so)
+               : session_new_interruptible(out, o->servers, &so, signalfd_wait,
+                                           NULL, &session_signal);
   if (rc == ZKR_ECANCELED)
-    return 128 + session_signal; /* (so stays with the connecting thread) */
-  zkr_session_opts_free(so);
+    return 128 + session_signal;
+  if (rc == ZKR_EINVAL) { /* (the options: checked by run_opt(), never) */
+    msg("%s", zkr_strerror(rc));
+    return EX_SOFTWARE;
+  }
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
     usage_error("invalid servers '%s': %s", esc(o->servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {

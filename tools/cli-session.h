@@ -41,11 +41,12 @@ const char *why_acquire_failed(zkr_session *s, int rc, const char *path,
  * called again and again (it waits a moment, say 50 ms, and returns a
  * signal that came, or 0): if one comes first, ZKR_ECANCELED with it in
  * *@sig, and the connection goes on on its own thread, so the caller
- * must end the process at once. So a signal ends a tool at once while no
+ * must end the process at once (and @so, with what it points to, must
+ * outlive it: make it static). So a signal ends a tool at once while no
  * server answers, rather than after the connect timeout. */
 int session_new_interruptible(zkr_session **s, const char *servers,
-                              zkr_session_opts *so, int (*wait_signal)(void *),
-                              void *ud, int *sig);
+                              const zkr_session_options *so,
+                              int (*wait_signal)(void *), void *ud, int *sig);
 
 /* Connect as @o says, renewing a lost session unless !@renew; with -v a
  * listener tells the session's events. A bad connection string is a usage

@@ -132,6 +132,16 @@ const char *base_name(const char *p) {
   return s && s[1] ? s + 1 : p;
 }
 
+int id_valid(const char *id) {
+  size_t n = strlen(id);
+  if (n < 1 || n > 256)
+    return 0;
+  for (const char *p = id; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      return 0;
+  return 1;
+}
+
 void run_opts_init(struct run_opts *o) {
   o->servers = default_servers();
   o->session_ms = 10000;

@@ -46,6 +46,10 @@ extern int verbose;
 void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The last component of @p ("sh" for "/bin/sh"). */
 const char *base_name(const char *p);
+/* Is @id a contender id the recipes' options take (1 to 256 bytes, no
+ * control characters)? Checked before connecting, so that a bad --id is
+ * a usage error rather than a failure of zkr_*_new() once connected. */
+int id_valid(const char *id);
 
 /* ---- the tools that run a COMMAND: zkr-lock, zkr-elect ---- */
 

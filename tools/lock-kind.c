@@ -10,11 +10,12 @@
 
 #include <stdio.h>
 
+#include "cli.h"
 #include "lock-kind.h"
 
 struct lock_kind lk;
 
-static void (*acquired)(int rc); /* the caller's, from lock_opts_new() */
+static void (*acquired)(int rc); /* the caller's, from lock_opts_set() */
 
 static void on_mutex_acquired(zkr_mutex *m, int rc, void *ud) {
   (void)m;
@@ -31,51 +32,30 @@ static void on_sem_acquired(zkr_semaphore *sem, int rc, zkr_lease **leases,
   acquired(rc);
 }
 
-int lock_opts_new(const char *id, void (*done)(int rc),
+int lock_opts_set(const char *id, void (*done)(int rc),
                   zkr_lock_state_fn on_state) {
-  int rc;
+  if (!id_valid(id))
+    return ZKR_EINVAL;
   acquired = done;
-  if (lk.permits) {
-    rc = zkr_semaphore_opts_new(&lk.so);
-    if (rc == ZKR_OK)
-      rc = zkr_semaphore_opts_set_id(lk.so, id);
-    if (rc == ZKR_OK)
-      rc = zkr_semaphore_opts_set_state_fn(lk.so, on_state, NULL);
-    if (rc == ZKR_OK)
-      rc = zkr_semaphore_opts_set_watch_node(lk.so, 1);
-    return rc;
-  }
-  rc = zkr_mutex_opts_new(&lk.mo);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_id(lk.mo, id);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_state_fn(lk.mo, on_state, NULL);
-  if (rc == ZKR_OK)
-    rc = zkr_mutex_opts_set_watch_node(lk.mo, 1);
-  return rc;
+  lk.mo = (zkr_mutex_options){.id = id, .state_fn = on_state, .watch_node = 1};
+  lk.so =
+      (zkr_semaphore_options){.id = id, .state_fn = on_state, .watch_node = 1};
+  return ZKR_OK;
 }
 
-void lock_opts_free(void) {
-  zkr_mutex_opts_free(lk.mo);
-  zkr_semaphore_opts_free(lk.so);
-  lk.mo = NULL;
-  lk.so = NULL;
-}
-
-/* The lock object, with the options (freed here). */
+/* The lock object, with the options. */
 int lock_new(zkr_session *s, const char *path) {
   int rc;
   if (lk.permits) {
-    rc = zkr_semaphore_new(&lk.sem, s, path, (int)lk.permits, lk.so);
+    rc = zkr_semaphore_new(&lk.sem, s, path, (int)lk.permits, &lk.so);
   } else if (lk.side) {
-    rc = zkr_rwlock_new(&lk.rw, s, path, lk.mo);
+    rc = zkr_rwlock_new(&lk.rw, s, path, &lk.mo);
     if (rc == ZKR_OK)
       lk.m = lk.side == 'r' ? zkr_rwlock_read_lock(lk.rw)
                             : zkr_rwlock_write_lock(lk.rw);
   } else {
-    rc = zkr_mutex_new(&lk.m, s, path, lk.mo);
+    rc = zkr_mutex_new(&lk.m, s, path, &lk.mo);
   }
-  lock_opts_free();
   return rc;
 }
 

@@ -15,8 +15,8 @@
 struct lock_kind {
   int side;     /* 'r', 'w', or 0 (set by the options) */
   long permits; /* --permits N: the semaphore; 0 otherwise */
-  zkr_mutex_opts *mo;
-  zkr_semaphore_opts *so;
+  zkr_mutex_options mo;
+  zkr_semaphore_options so;
   zkr_mutex *m; /* the mutex, or the side of rw taken */
   zkr_rwlock *rw;
   zkr_semaphore *sem;
@@ -24,13 +24,13 @@ struct lock_kind {
 };
 extern struct lock_kind lk;
 
-/* The options: the contender id, @done told each acquisition's result and
- * @on_state each change of the hold's state (both on the library's event
- * thread), the node watch. ZKR_EINVAL: the id is not valid. */
-int lock_opts_new(const char *id, void (*done)(int rc),
+/* The options: the contender id (kept, not copied), @done told each
+ * acquisition's result and @on_state each change of the hold's state (both
+ * on the library's event thread), the node watch. ZKR_EINVAL: the id is
+ * not valid. */
+int lock_opts_set(const char *id, void (*done)(int rc),
                   zkr_lock_state_fn on_state);
-void lock_opts_free(void);
-/* The lock object, with the options (freed here). */
+/* The lock object, with the options. */
 int lock_new(zkr_session *s, const char *path);
 int lock_acquire_async(int64_t timeout_ms);
 void lock_cancel(void);

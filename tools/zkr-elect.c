@@ -318,13 +318,11 @@ static int backoff_wait(int64_t ms, int sfd) {
 }
 
 static int terms(zkr_session *s, const char *path, char **cmd,
-                 const struct run_opts *ro, zkr_election_opts *eo, int requeue,
-                 int sfd, const sigset_t *oldmask) {
+                 const struct run_opts *ro, const zkr_election_options *eo,
+                 int requeue, int sfd, const sigset_t *oldmask) {
   zkr_election *e = NULL;
   int64_t backoff = 0; /* the next back-off, 0 after a long term */
   int rc = zkr_election_new(&e, s, path, eo);
-  if (!requeue)
-    zkr_election_opts_free(eo); /* (--requeue joins again with them) */
   if (rc != ZKR_OK) {
     zkr_session_close(s);
     if (rc == ZKR_EBADPATH)
@@ -447,17 +445,6 @@ static int terms(zkr_session *s, const char *path, char **cmd,
   }
 }
 
-/* Join the election at @path and run COMMAND while leading (again and
- * again with @requeue). Takes @eo over. */
-static int take_part(zkr_session *s, const char *path, char **cmd,
-                     const struct run_opts *ro, zkr_election_opts *eo,
-                     int requeue, int sfd, const sigset_t *oldmask) {
-  int code = terms(s, path, cmd, ro, eo, requeue, sfd, oldmask);
-  if (requeue)
-    zkr_election_opts_free(eo);
-  return code;
-}
-
 enum { OPT_REQUEUE = OPT_NEXT, OPT_KEEP, OPT_STATS };
 
 int main(int argc, char **argv) {
@@ -543,28 +530,19 @@ int main(int argc, char **argv) {
 
   /* Options of the participant: bad input is a usage error, before
    * connecting. */
-  zkr_election_opts *eo = NULL;
+  zkr_election_options eo = {.listener = on_leading};
   if (!mode) {
-    const char *id = ro.id ? ro.id : base_name(cmd[0]);
-    int rc = zkr_election_opts_new(&eo);
-    if (rc == ZKR_OK && zkr_election_opts_set_id(eo, id) != ZKR_OK)
+    eo.id = ro.id ? ro.id : base_name(cmd[0]);
+    if (!id_valid(eo.id))
       usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
-                  esc(id));
-    if (rc == ZKR_OK)
-      rc = zkr_election_opts_set_listener(eo, on_leading, NULL);
-    if (rc == ZKR_OK && keep)
-      rc = zkr_election_opts_set_suspend(eo, ZKR_ELECTION_SUSPEND_KEEP);
-    if (rc != ZKR_OK) {
-      msg("%s", zkr_strerror(rc));
-      zkr_election_opts_free(eo);
-      return stats_end("error", EX_SOFTWARE);
-    }
+                  esc(eo.id));
+    if (keep)
+      eo.suspend = ZKR_ELECTION_SUSPEND_KEEP;
   }
 
   zkr_session *s = NULL;
   int code = run_session(&ro, mode != 'l', &s);
   if (code != 0) {
-    zkr_election_opts_free(eo);
     if (session_signal) {
       stats_end("interrupted", code);
       return die_by_signal(session_signal); /* as the signal would have */
@@ -578,5 +556,5 @@ int main(int argc, char **argv) {
   }
   if (mode == 'o')
     return elect_observe(s, path, json, sfd);
-  return take_part(s, path, cmd, &ro, eo, requeue, sfd, &oldmask);
+  return terms(s, path, cmd, &ro, &eo, requeue, sfd, &oldmask);
 }

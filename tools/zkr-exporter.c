@@ -134,18 +134,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
  * refuses is a usage error. With @sigs (at start), a signal of them
  * ends the wait: 1, with the signal in *@sig. */
 static int connect_zk(long wait_ms, const sigset_t *sigs, int *sig) {
-  zkr_session_opts *so = NULL;
-  int rc = zkr_session_opts_new(&so);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_connect_timeout(so, (int)wait_ms);
-  if (rc == ZKR_OK && sigs)
-    rc = session_new_interruptible(&ex.s, ex.servers, so, cli_sigset_wait,
-                                   (void *)sigs, sig);
-  else if (rc == ZKR_OK)
-    rc = zkr_session_new(&ex.s, ex.servers, so);
+  /* static: a connecting thread a signal leaves behind reads it */
+  static zkr_session_options so;
+  so = (zkr_session_options){.connect_timeout_ms = (int)wait_ms};
+  int rc = sigs ? session_new_interruptible(&ex.s, ex.servers, &so,
+                                            cli_sigset_wait, (void *)sigs, sig)
+                : zkr_session_new(&ex.s, ex.servers, &so);
   if (rc == ZKR_ECANCELED)
     return 1; /* the connection goes on: the caller ends the process */
-  zkr_session_opts_free(so);
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
     usage_error("invalid servers '%s': %s", esc(ex.servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {

@@ -321,27 +321,20 @@ int main(int argc, char **argv) {
     return EX_SOFTWARE;
 
   /* Options of the lock: bad input is a usage error, before connecting. */
-  int rc = lock_opts_new(id, acquired, on_state);
-  if (rc == ZKR_EINVAL)
+  if (lock_opts_set(id, acquired, on_state) != ZKR_OK)
     usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
                 esc(id));
-  if (rc != ZKR_OK) {
-    msg("%s", zkr_strerror(rc));
-    lock_opts_free();
-    return stats_end("error", EX_SOFTWARE);
-  }
 
   zkr_session *s = NULL;
   int code = run_session(&ro, 1, &s);
   if (code != 0) {
-    lock_opts_free();
     if (session_signal) {
       stats_end("interrupted", code);
       return die_by_signal(session_signal); /* as the signal would have */
     }
     return stats_end("error", code);
   }
-  rc = lock_new(s, path);
+  int rc = lock_new(s, path);
   if (rc != ZKR_OK) {
     zkr_session_close(s);
     if (rc == ZKR_EBADPATH)

@@ -192,27 +192,21 @@ int main(int argc, char **argv) {
   if (watching)
     sigprocmask(SIG_BLOCK, &sigs, NULL);
 
-  zkr_session_opts *so = NULL;
-  int rc = zkr_session_opts_new(&so);
-  if (rc == ZKR_OK)
-    rc = zkr_session_opts_set_connect_timeout(so, (int)connect_ms);
   /* no new session after a loss: a listing is short-lived (not so
-   * --watch) */
-  if (rc == ZKR_OK && !watching)
-    rc = zkr_session_opts_set_renew(so, 0);
+   * --watch). static: a connecting thread a signal leaves behind reads it */
+  static zkr_session_options so;
+  so = (zkr_session_options){.connect_timeout_ms = (int)connect_ms,
+                             .no_renew = !watching};
   zkr_session *s = NULL;
   int64_t t0 = now_ms();
   int sig = 0;
-  if (rc == ZKR_OK && watching)
-    rc = session_new_interruptible(&s, servers, so, cli_sigset_wait, &sigs,
-                                   &sig);
-  else if (rc == ZKR_OK)
-    rc = zkr_session_new(&s, servers, so);
+  int rc = watching ? session_new_interruptible(&s, servers, &so,
+                                                cli_sigset_wait, &sigs, &sig)
+                    : zkr_session_new(&s, servers, &so);
   if (rc == ZKR_ECANCELED) {
     fflush(NULL);
     _exit(0); /* --watch ended by a signal while connecting */
   }
-  zkr_session_opts_free(so);
   if (rc == ZKR_EBADCONN || rc == ZKR_EBADPATH)
     usage_error("invalid servers '%s': %s", esc(servers), zkr_strerror(rc));
   if (rc != ZKR_OK) {

@@ -43,8 +43,6 @@ extern "C" {
 
 /** An opaque election participant. */
 typedef struct zkr_election zkr_election;
-/** Options of a participant. */
-typedef struct zkr_election_opts zkr_election_opts;
 /** An observer of an election path. */
 typedef struct zkr_election_observer zkr_election_observer;
 
@@ -69,122 +67,29 @@ typedef enum zkr_election_suspend {
 } zkr_election_suspend;
 
 /**
- * zkr_election_opts_new - create election options
+ * The options of zkr_election_new(), filled in by the caller, typically in
+ * one expression with designated initializers. Zero (or NULL) in any field
+ * means its default, so a NULL pointer instead of the struct gives every
+ * default: no identifier, no listener, ZKR_ELECTION_SUSPEND_DROP.
+ * zkr_election_new() copies what it keeps (the identifier too): the struct
+ * may go away as soon as the call returns.
  *
- * zkr_election_opts_new() allocates an options object with the defaults: no
- * identifier, no listener, ZKR_ELECTION_SUSPEND_DROP. Pass it to
- * zkr_election_new(), which copies what it needs, and free it with
- * zkr_election_opts_free().
- *
- * Returns:
- *   ZKR_OK      *@out holds the new options.
- *   ZKR_EINVAL  @out is NULL.
- *   ZKR_ENOMEM  Out of memory.
- *
- * Thread safety:
- * Any thread. An options object is used by one thread at a time.
- *
- * See also: zkr_election_opts_free(), zkr_election_new()
- *
- * Since: 0.1.0
- * Synopsis: zkr_election_opts
+ * ABI rule: fields are only ever added, in place of the start of
+ * reserved_, which must be all zero (zkr_election_new() refuses anything
+ * else with ZKR_EINVAL); reserved_ shrinks by as much, so the size of the
+ * struct never changes, and a later field's zero is always its old behaviour.
  */
-ZKR_EXTERN int zkr_election_opts_new(zkr_election_opts **out);
-
-/**
- * zkr_election_opts_free - free election options
- *
- * zkr_election_opts_free() frees @opts. NULL is a no-op.
- *
- * Returns:
- * None.
- *
- * Thread safety:
- * Any thread, not concurrently with another call on @opts.
- *
- * See also: zkr_election_opts_new()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN void zkr_election_opts_free(zkr_election_opts *opts);
-
-/**
- * zkr_election_opts_set_id - name the participant
- *
- * zkr_election_opts_set_id() sets the identifier written, with the host name
- * and the process id, into the participant's node ("host=H pid=P id=I"),
- * which zkr_election_leader() shows. @id is 1 to 256 bytes
- * without control characters; NULL removes it.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL, or @id is empty, too long or holds a control
- *               character.
- *   ZKR_ENOMEM  Out of memory.
- *
- * Thread safety:
- * As zkr_election_opts_new().
- *
- * See also: zkr_election_new()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_election_opts_set_id(zkr_election_opts *opts,
-                                        const char *id);
-
-/**
- * zkr_election_opts_set_listener - be told when leadership comes and goes
- *
- * zkr_election_opts_set_listener() sets @fn, called on the session's event
- * thread with 1 each time the participant becomes leader and with 0 each
- * time it stops being leader (resigned, suspended under
- * ZKR_ELECTION_SUSPEND_DROP, lost), exactly once per change and in order.
- * It is not called after zkr_election_free(). NULL removes it.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * As zkr_election_opts_new(). @fn must not block for long: it runs on the
- * session's event thread.
- *
- * See also: zkr_election_is_leader(), zkr_election_opts_set_suspend()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_election_opts_set_listener(zkr_election_opts *opts,
-                                              zkr_election_fn fn,
-                                              void *user_data);
-
-/**
- * zkr_election_opts_set_suspend - choose what a dropped connection means
- *
- * zkr_election_opts_set_suspend() chooses what a leader does while its
- * connection is down and its session may still be alive.
- * ZKR_ELECTION_SUSPEND_DROP (the default, Curator's): it stops leading at
- * once (the listener is told 0) and leads again if the same session
- * reconnects while its node is still first. ZKR_ELECTION_SUSPEND_KEEP: it
- * keeps leading until the session clock declares the session lost, which
- * happens before the ensemble can expire the session and elect another
- * leader; a short network blip then costs no change of leader, at the
- * price of a leader that cannot reach ZooKeeper for up to that fraction
- * of the session timeout.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL or @mode is not one of the two.
- *
- * Thread safety:
- * As zkr_election_opts_new().
- *
- * See also: zkr_election_opts_set_listener(),
- *   zkr_session_opts_set_lost_fraction()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_election_opts_set_suspend(zkr_election_opts *opts,
-                                             zkr_election_suspend mode);
+typedef struct zkr_election_options {
+  const char *id;               /**< names the participant in its node's
+                                     data; NULL (default): none */
+  zkr_election_fn listener;     /**< told 1 on becoming leader, 0 on
+                                     stopping; NULL (default): none */
+  void *listener_user_data;     /**< given to listener */
+  zkr_election_suspend suspend; /**< what a dropped connection does; 0:
+                                     ZKR_ELECTION_SUSPEND_DROP */
+  unsigned char reserved_[64];  /**< must be zero: later fields take its
+                                     place */
+} zkr_election_options;
 
 /**
  * zkr_election_new - create an election participant
@@ -195,9 +100,44 @@ ZKR_EXTERN int zkr_election_opts_set_suspend(zkr_election_opts *opts,
  * @path follows the rules of zkr_mutex_new(). Free it with
  * zkr_election_free().
  *
+ * @opts are the options, a zkr_election_options the caller fills in; NULL,
+ * or zero in any field, means the default. They are copied (the identifier
+ * too), so @opts may be a compound literal:
+ *
+ *     zkr_election_new(&e, s, "/elections/cron",
+ *                      &(zkr_election_options){.id = "scheduler-2"});
+ *
+ * The fields:
+ *
+ *   id         The identifier written, with the host name and the process id,
+ *              into the participant's node ("host=H pid=P id=I"), which
+ *              zkr_election_leader() shows: 1 to 256 bytes without control
+ *              characters. NULL, the default: none.
+ *   listener   Called with listener_user_data on the session's event thread,
+ *              with 1 each time the participant becomes leader and with 0
+ *              each time it stops being leader (resigned, suspended under
+ *              ZKR_ELECTION_SUSPEND_DROP, lost), exactly once per change and
+ *              in order. It must not block for long, and is not called after
+ *              zkr_election_free(). NULL, the default: none.
+ *   suspend    What a leader does while its connection is down and its
+ *              session may still be alive. ZKR_ELECTION_SUSPEND_DROP (0, the
+ *              default, Curator's): it stops leading at once (the listener is
+ *              told 0) and leads again if the same session reconnects while
+ *              its node is still first. ZKR_ELECTION_SUSPEND_KEEP: it keeps
+ *              leading until the session clock declares the session lost,
+ *              which happens before the ensemble can expire the session and
+ *              elect another leader; a short network blip then costs no
+ *              change of leader, at the price of a leader that cannot reach
+ *              ZooKeeper for up to that fraction of the session timeout (see
+ *              lost_fraction in zkr_session_new()).
+ *   reserved_  Must be all zero.
+ *
  * Returns:
  *   ZKR_OK        *@out holds the participant.
- *   ZKR_EINVAL    @out or @s is NULL.
+ *   ZKR_EINVAL    @out or @s is NULL, or @opts is invalid: an empty, too
+ *                 long or control-character id, a suspend that is not a
+ *                 zkr_election_suspend, or a non-zero byte in reserved_
+ *                 (logged; nothing is created).
  *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
  *                 "/zookeeper".
  *   ZKR_ECLOSED   The session is closed.
@@ -225,14 +165,15 @@ ZKR_EXTERN int zkr_election_opts_set_suspend(zkr_election_opts *opts,
  *   }
  *
  * See also: zkr_election_start(), zkr_election_run(), zkr_election_free(),
- *   zkr_election_leader()
+ *   zkr_election_leader(), zkr_election_is_leader()
  *
  * Since: 0.1.0
- * Synopsis: zkr_election
+ * Synopsis: zkr_election, zkr_election_options, zkr_election_fn,
+ *   zkr_election_suspend
  */
 ZKR_EXTERN int zkr_election_new(zkr_election **out, zkr_session *s,
                                 const char *path,
-                                const zkr_election_opts *opts);
+                                const zkr_election_options *opts);
 
 /**
  * zkr_election_start - join the election as a latch
@@ -350,7 +291,7 @@ ZKR_EXTERN int zkr_election_await(zkr_election *e, int64_t timeout_ms);
  *   }
  *
  * See also: zkr_election_await(), zkr_election_is_leader(),
- *   zkr_election_opts_set_listener()
+ *   zkr_election_new()
  *
  * Since: 0.1.0
  */
@@ -391,7 +332,7 @@ ZKR_EXTERN zkr_hold *zkr_election_hold(zkr_election *e);
  * zkr_election_is_leader() tells whether the participant leads now: its
  * node is first and held, and (under ZKR_ELECTION_SUSPEND_DROP) its
  * connection is up. It reads local state only, after applying the session
- * clock (see zkr_session_opts_set_lost_fraction()): a leader resumed from a
+ * clock (see zkr_session_options.lost_fraction): a leader resumed from a
  * pause longer than its session allows does not lead from the first call on,
  * even before the loss is noticed otherwise; the listener is told 0 once, and
  * a latch participant queues again at the back.
@@ -402,7 +343,7 @@ ZKR_EXTERN zkr_hold *zkr_election_hold(zkr_election *e);
  * Thread safety:
  * Any thread.
  *
- * See also: zkr_election_await(), zkr_election_opts_set_listener()
+ * See also: zkr_election_await(), zkr_election_new()
  *
  * Since: 0.1.0
  */
@@ -416,7 +357,7 @@ ZKR_EXTERN int zkr_election_is_leader(const zkr_election *e);
  * listener is told 0 if the participant was leading. Resigning a
  * participant that waits moves it to the back as well. A participant whose
  * leadership was lost (the session clock is applied first, see
- * zkr_session_opts_set_lost_fraction()) is queued again too, and the call
+ * zkr_session_options.lost_fraction) is queued again too, and the call
  * returns ZKR_OK.
  *
  * Returns:

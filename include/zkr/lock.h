@@ -238,7 +238,7 @@ ZKR_EXTERN int zkr_hold_node(const zkr_hold *h, char *buf, size_t len);
  * NULL, give ZKR_LOCK_UNLOCKED.
  *
  * The call first applies the session clock (see
- * zkr_session_opts_set_lost_fraction()): a holder that was paused past the
+ * zkr_session_options.lost_fraction): a holder that was paused past the
  * point where the session may have expired sees ZKR_LOCK_LOST at once.
  *
  * Returns:
@@ -282,7 +282,7 @@ struct zoo_op_result;
  * as zoo_multi() fills it, for the caller's operations only.
  *
  * The call first applies the session clock (see
- * zkr_session_opts_set_lost_fraction()), then checks that @h holds, in state
+ * zkr_session_options.lost_fraction), then checks that @h holds, in state
  * ZKR_LOCK_HELD; in any other state, including ZKR_LOCK_SUSPECT, nothing is
  * sent. The transaction is not sent again after a connection loss, because its
  * outcome is then unknown: the caller must find out (by reading the data)
@@ -475,7 +475,7 @@ ZKR_EXTERN void zkr_participants_free(zkr_participant *p, size_t count);
  *     printf("lock: %s\n", zkr_lock_state_name(zkr_mutex_state_get(m)));
  *   }
  *
- * See also: zkr_mutex_state_get(), zkr_mutex_opts_set_state_fn()
+ * See also: zkr_mutex_state_get(), zkr_mutex_new()
  *
  * Since: 0.1.0
  */

@@ -33,370 +33,32 @@ extern "C" {
 
 /** An opaque mutex. */
 typedef struct zkr_mutex zkr_mutex;
-/** Opaque mutex options; copied by zkr_mutex_new(). */
-typedef struct zkr_mutex_opts zkr_mutex_opts;
 
 /**
- * zkr_mutex_opts_new - allocate mutex options
+ * The options of zkr_mutex_new() and zkr_rwlock_new(), filled in by the
+ * caller, typically in one expression with designated initializers. Zero
+ * (or NULL) in any field means its default, so a NULL pointer instead of
+ * the struct gives every default: not reentrant, no node watch, no
+ * identifier, no state callback. zkr_mutex_new() copies what it keeps (the
+ * identifier too): the struct may go away as soon as the call returns.
  *
- * zkr_mutex_opts_new() allocates an options object for zkr_mutex_new() and
- * stores it in *@out. It starts with the defaults:
- *
- *   reentrancy      off: a second acquisition by the holder fails with
- *                   ZKR_EBUSY, see zkr_mutex_opts_set_reentrant();
- *   identifier      none: the lock node's data is "host=@H pid=@P", see
- *                   zkr_mutex_opts_set_id();
- *   state callback  none, see zkr_mutex_opts_set_state_fn().
- *
- * zkr_mutex_new() copies the options, so one object can serve several mutexes
- * and can be freed as soon as they are created. Free it with
- * zkr_mutex_opts_free(). On failure *@out is left untouched.
- *
- * Returns:
- *   ZKR_OK      *@out holds new options, owned by the caller.
- *   ZKR_EINVAL  @out is NULL.
- *   ZKR_ENOMEM  Out of memory.
- *
- * Thread safety:
- * zkr_mutex_opts_new() may be called from any thread.
- *
- * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
- * a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <stddef.h>
- *   #include <zkr/zkr.h>
- *
- *   // A reentrant mutex that names its owner in the lock node.
- *   int make_job_lock(zkr_session *s, zkr_mutex **out) {
- *     zkr_mutex_opts *o = NULL;
- *     int rc = zkr_mutex_opts_new(&o);
- *     if (rc != ZKR_OK)
- *       return rc;
- *     if ((rc = zkr_mutex_opts_set_reentrant(o, 1)) == ZKR_OK &&
- *         (rc = zkr_mutex_opts_set_id(o, "nightly-report")) == ZKR_OK)
- *       rc = zkr_mutex_new(out, s, "/locks/nightly-report", o);
- *     zkr_mutex_opts_free(o);
- *     return rc;
- *   }
- *
- * See also: zkr_mutex_opts_free(), zkr_mutex_new(),
- *   zkr_mutex_opts_set_reentrant(), zkr_mutex_opts_set_id(),
- *   zkr_mutex_opts_set_state_fn(), zkr_mutex_opts_set_watch_node()
- *
- * Since: 0.1.0
- * Synopsis: zkr_mutex_opts
+ * ABI rule: fields are only ever added, in place of the start of
+ * reserved_, which must be all zero (zkr_mutex_new() refuses anything else
+ * with ZKR_EINVAL); reserved_ shrinks by as much, so the size of the struct
+ * never changes, and a later field's zero is always its old behaviour.
  */
-ZKR_EXTERN int zkr_mutex_opts_new(zkr_mutex_opts **out);
-
-/**
- * zkr_mutex_opts_free - free mutex options
- *
- * zkr_mutex_opts_free() frees @opts and the copy of the identifier it holds.
- * Mutexes created with it are not affected: they have their own copy. NULL is
- * accepted and does nothing.
- *
- * Returns:
- * None.
- *
- * Thread safety:
- * zkr_mutex_opts_free() may be called from any thread, once no other thread
- * uses @opts.
- *
- * See also: zkr_mutex_opts_new(), zkr_mutex_new()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN void zkr_mutex_opts_free(zkr_mutex_opts *opts);
-
-/**
- * zkr_mutex_opts_set_reentrant - let the holding thread acquire a mutex again
- *
- * zkr_mutex_opts_set_reentrant() sets whether mutexes created with @opts are
- * reentrant. Any non-zero @reentrant turns reentrancy on; 0, the default, turns
- * it off.
- *
- * A reentrant mutex belongs to the thread that acquired it: for
- * zkr_mutex_acquire(), the calling thread; for zkr_mutex_acquire_async(), the
- * thread that started the acquisition. While the lock is held (state
- * ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT), that thread may acquire it again: the
- * call returns ZKR_OK at once, without a request to ZooKeeper, and the hold
- * count (zkr_mutex_hold_count()) grows by one. The thread must call
- * zkr_mutex_release() as many times; the lock node is deleted, and the next
- * waiter gets the lock, at the last release. All nested acquisitions share one
- * lock node, so they have the same fencing token. Another thread that tries to
- * acquire or release the mutex gets ZKR_EBUSY; only a release made from a zkr
- * callback is accepted from another thread.
- *
- * A plain (non-reentrant) mutex that is already held refuses a second
- * acquisition with ZKR_EBUSY rather than waiting for itself, and may be
- * released by any thread.
- *
- * Reentrancy is a property of one `zkr_mutex` object. Two objects on the same
- * path are two contenders, even in one thread: a thread holding one and
- * acquiring the other waits for itself until the timeout passes.
- *
- * Returns:
- *   ZKR_OK      The option is set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
- * a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <stddef.h>
- *   #include <zkr/zkr.h>
- *
- *   static int update_index(zkr_mutex *m);
- *
- *   // Both functions take the lock; update_all() calls update_index()
- *   // while holding it, which a plain mutex would refuse with ZKR_EBUSY.
- *   static int update_index(zkr_mutex *m) {
- *     int rc = zkr_mutex_acquire(m, 5000);
- *     if (rc != ZKR_OK)
- *       return rc;
- *     // ...
- *     return zkr_mutex_release(m);
- *   }
- *
- *   int update_all(zkr_mutex *m) {
- *     int rc = zkr_mutex_acquire(m, 5000);
- *     if (rc != ZKR_OK)
- *       return rc;
- *     rc = update_index(m); // hold count 2, then 1 again
- *     int rrc = zkr_mutex_release(m);
- *     return rc != ZKR_OK ? rc : rrc;
- *   }
- *
- *   int make_reentrant(zkr_session *s, zkr_mutex **out) {
- *     zkr_mutex_opts *o = NULL;
- *     int rc = zkr_mutex_opts_new(&o);
- *     if (rc == ZKR_OK)
- *       rc = zkr_mutex_opts_set_reentrant(o, 1);
- *     if (rc == ZKR_OK)
- *       rc = zkr_mutex_new(out, s, "/locks/index", o);
- *     zkr_mutex_opts_free(o);
- *     return rc;
- *   }
- *
- * See also: zkr_mutex_opts_new(), zkr_mutex_acquire(), zkr_mutex_release(),
- *   zkr_mutex_hold_count()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_mutex_opts_set_reentrant(zkr_mutex_opts *opts,
-                                            int reentrant);
-
-/**
- * zkr_mutex_opts_set_watch_node - let a holder notice at once that its lock
- * node was deleted
- *
- * zkr_mutex_opts_set_watch_node() sets whether mutexes created with @opts watch
- * their own lock node while they hold the lock. Any non-zero @on turns the
- * watch on; 0, the default, turns it off.
- *
- * A lock node can disappear while its owner's session is alive: an operator or
- * a script deletes it, or a tool revokes the lock that way. ZooKeeper then
- * gives the lock to the next contender at once, while the old holder still
- * believes it holds it. Without the option, the holder learns of the deletion
- * only at its next guarded write (zkr_hold_guarded_multi() returns
- * ZKR_ELOCKLOST) or when the lock node is checked after a reconnection. With
- * the option, the mutex sets an `exists` watch on its node as soon as an
- * acquisition succeeds; when the node is deleted the state becomes
- * ZKR_LOCK_LOST at once and the state callback (zkr_mutex_opts_set_state_fn())
- * is called with it. If the node is already gone when the watch is set, the
- * lock is lost in the same way.
- *
- * A waiter's node can be deleted the same way while it waits. A waiter whose
- * last predecessor goes takes the lock without listing the children, so by
- * default it does not see that its own node is gone, and holds the lock
- * together with the waiter behind it. With the option it lists the children
- * once more before it takes the lock that way, and queues again with a new node
- * if its node is gone.
- *
- * The watch costs one more request per acquisition, and the extra listing one
- * more when a waiter is woken with nothing left before it. It is sent after the
- * acquisition has succeeded, and the acquisition does not wait for its reply.
- * Nested acquisitions of a reentrant mutex send nothing more, and a release
- * removes the watch without a request of its own. A change of the node's data
- * (a revocation request from Curator, say) does not affect the lock; the watch
- * is set again, with one more request. If the connection is down when the watch
- * should be set, or the request fails, the watch is set after the connection
- * comes back and the node has been found still there.
- *
- * A session loss makes the lock ZKR_LOCK_LOST with or without the option. The
- * option is meant for long holds, where a deletion could otherwise go unnoticed
- * for a long time; zkr-lock(1) uses it. It does not close the gap between a
- * check and the use of the resource: use fencing tokens or guarded writes for
- * that (see zkr_hold_token()).
- *
- * Returns:
- *   ZKR_OK      The option is set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
- * a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <zkr/zkr.h>
- *
- *   void do_step(int64_t fencing_token); // the application's work
- *   int more_steps(void);
- *
- *   // A long job that stops as soon as its lock node is deleted.
- *   int run_job(zkr_session *s) {
- *     zkr_mutex_opts *o = NULL;
- *     zkr_mutex *m = NULL;
- *     int rc = zkr_mutex_opts_new(&o);
- *     if (rc == ZKR_OK)
- *       rc = zkr_mutex_opts_set_watch_node(o, 1);
- *     if (rc == ZKR_OK)
- *       rc = zkr_mutex_new(&m, s, "/locks/reindex", o);
- *     zkr_mutex_opts_free(o);
- *     if (rc == ZKR_OK)
- *       rc = zkr_mutex_acquire(m, 60000);
- *     if (rc == ZKR_OK) {
- *       while (zkr_mutex_is_held(m) && more_steps())
- *         do_step(zkr_hold_token(zkr_mutex_hold(m)));
- *       rc = zkr_mutex_release(m); // ZKR_ELOCKLOST if it was lost
- *     }
- *     zkr_mutex_free(m);
- *     return rc;
- *   }
- *
- * See also: zkr_mutex_opts_new(), zkr_mutex_opts_set_state_fn(),
- *   zkr_mutex_state_get(), zkr_hold_guarded_multi(), zkr-lock(1)
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_mutex_opts_set_watch_node(zkr_mutex_opts *opts, int on);
-
-/**
- * zkr_mutex_opts_set_id - name the contender in its lock node
- *
- * zkr_mutex_opts_set_id() sets a short identifier of the contender, such as a
- * job or instance name, for mutexes created with @opts. It is stored in the
- * data of every lock node the mutex creates, after the host name and the
- * process id:
- *
- *     host=web-3 pid=4711 id=nightly-report
- *
- * Without an identifier the data is "host=@H pid=@P". The host name and process
- * id are those of the process that calls zkr_mutex_new(). The data is for
- * people and tools: zkr_mutex_participants() returns it for every contender in
- * the queue, and kazoo's `Lock.contenders()` shows it too. zkr never reads it
- * back, and the identifier need not be unique.
- *
- * @id must be non-empty, at most 256 bytes long, and free of control characters
- * (bytes below 0x20, and 0x7f). It is copied; a later call replaces it.
- *
- * Returns:
- *   ZKR_OK      The identifier is set.
- *   ZKR_EINVAL  @opts or @id is NULL, or @id is empty, longer than 256 bytes,
- *               or contains a control character. The options are unchanged.
- *   ZKR_ENOMEM  Out of memory. The options are unchanged.
- *
- * Thread safety:
- * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
- * a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <stdio.h>
- *   #include <zkr/zkr.h>
- *
- *   // Name each worker after its shard, e.g. "shard-7".
- *   int set_worker_id(zkr_mutex_opts *o, int shard) {
- *     char id[32];
- *     snprintf(id, sizeof id, "shard-%d", shard);
- *     return zkr_mutex_opts_set_id(o, id);
- *   }
- *
- * See also: zkr_mutex_opts_new(), zkr_mutex_new(), zkr_mutex_participants()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_mutex_opts_set_id(zkr_mutex_opts *opts, const char *id);
-
-/**
- * zkr_mutex_opts_set_state_fn - be told about the state changes of a held lock
- *
- * zkr_mutex_opts_set_state_fn() sets a callback that mutexes created with @opts
- * call, with @user_data, each time the state of a held lock changes. NULL @fn
- * means no callback, the default.
- *
- * @state is one of:
- *
- *   ZKR_LOCK_HELD     An acquisition succeeded, or a lock that was
- *                     ZKR_LOCK_SUSPECT was confirmed: the connection came back
- *                     to the same ZooKeeper session and the lock node is still
- *                     there.
- *   ZKR_LOCK_SUSPECT  The connection to ZooKeeper dropped while the lock was
- *                     held. The ZooKeeper session, and with it the lock, may
- *                     still be alive, or may be about to expire. Stop touching
- *                     the protected resource until the lock is ZKR_LOCK_HELD
- *                     again.
- *   ZKR_LOCK_LOST     The lock is gone: the ZooKeeper session was lost
- *                     (expired, declared lost by the session clock, see
- *                     zkr_session_opts_set_lost_fraction(), or closed), or the
- *                     lock node was found deleted (by a guarded write, or by
- *                     the check made after a reconnection). Another contender
- *                     may hold the lock now.
- *
- * The callback is not called for the other states, nor when the lock is
- * released. A lock that zkr_mutex_state_get() reports as ZKR_LOCK_SUSPECT
- * because the process has just been paused (see there) gets no callback for it.
- *
- * The callback runs on the session's event thread, one call at a time and in
- * the order of the changes, together with every other callback of the session.
- * It must not block; blocking zkr calls made from it fail with ZKR_EDEADLK. It
- * may call the non-blocking mutex functions, such as zkr_mutex_state_get(),
- * zkr_mutex_is_held() and zkr_mutex_release(). Calls are queued, so the state
- * may have moved on by the time one runs: read zkr_mutex_state_get() for the
- * current state. The ZKR_LOCK_HELD call of an acquisition may run before or
- * after zkr_mutex_acquire() returns.
- *
- * After zkr_mutex_free() has returned the callback is not called again.
- * @user_data must stay valid until then.
- *
- * Returns:
- *   ZKR_OK      The callback is set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * A `zkr_mutex_opts` object is not thread-safe: use each one from one thread at
- * a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <stdatomic.h>
- *   #include <stdio.h>
- *   #include <zkr/zkr.h>
- *
- *   static atomic_int stop_work;
- *
- *   // Runs on the session's event thread: record and return.
- *   static void on_lock_state(zkr_hold *h, zkr_lock_state state, void *ud) {
- *     const char *name = ud;
- *     (void)h; // zkr_mutex_hold() of the mutex
- *     fprintf(stderr, "%s: lock %s\n", name, zkr_lock_state_name(state));
- *     atomic_store(&stop_work, state != ZKR_LOCK_HELD);
- *   }
- *
- *   int watch_lock(zkr_mutex_opts *o) {
- *     return zkr_mutex_opts_set_state_fn(o, on_lock_state, "billing");
- *   }
- *
- * See also: zkr_mutex_opts_new(), zkr_mutex_state_get(), zkr_mutex_is_held(),
- *   zkr_lock_state_name(), zkr_session_add_listener(),
- *   zkr_mutex_opts_set_watch_node()
- *
- * Since: 0.1.0
- * Synopsis: zkr_lock_state_fn
- */
-ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
-                                           zkr_lock_state_fn fn,
-                                           void *user_data);
+typedef struct zkr_mutex_options {
+  int reentrant;               /**< non-zero: the holding thread may acquire
+                                    again; 0 (default): it gets ZKR_EBUSY */
+  int watch_node;              /**< non-zero: watch the own node while held;
+                                    0: no watch (default) */
+  const char *id;              /**< names the contender in its node's data;
+                                    NULL (default): none */
+  zkr_lock_state_fn state_fn;  /**< told HELD, SUSPECT, LOST; NULL: none */
+  void *state_user_data;       /**< given to state_fn */
+  unsigned char reserved_[64]; /**< must be zero: later fields take its
+                                    place */
+} zkr_mutex_options;
 
 /**
  * zkr_mutex_new - create a distributed mutex object
@@ -412,8 +74,7 @@ ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
  * zkr processes and Java processes using Curator share the lock (and kazoo
  * processes, with the right option); the guide's page on the mutex, mutex.md,
  * gives the details and the rules for sharing a lock. The node's data is
- * "host=@H pid=@P", followed by " id=@I" if an identifier was set with
- * zkr_mutex_opts_set_id().
+ * "host=@H pid=@P", followed by " id=@I" if an identifier is given in @opts.
  *
  * @path is an absolute znode path, relative to the chroot of the session's
  * connection string if it has one. It must not be "/" or lie under
@@ -424,8 +85,79 @@ ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
  * empty; the nodes zkr creates have the open ACL (anyone may do anything).
  * Nothing is sent to ZooKeeper before the first acquisition.
  *
- * @opts are options made with zkr_mutex_opts_new(), or NULL for the defaults:
- * not reentrant, no identifier, no state callback. They are copied.
+ * @opts are the options, a zkr_mutex_options the caller fills in; NULL, or
+ * zero in any field, means the default. They are copied (the identifier too),
+ * so @opts may be a compound literal:
+ *
+ *     zkr_mutex_new(&m, s, "/locks/job",
+ *                   &(zkr_mutex_options){.reentrant = 1, .id = "worker-1"});
+ *
+ * The fields:
+ *
+ *   reentrant        Non-zero: the mutex belongs to the thread that acquired
+ *                    it (for zkr_mutex_acquire(), the calling thread; for
+ *                    zkr_mutex_acquire_async(), the thread that started it).
+ *                    While the lock is held (ZKR_LOCK_HELD or
+ *                    ZKR_LOCK_SUSPECT), that thread may acquire it again: the
+ *                    call returns ZKR_OK at once, without a request, and the
+ *                    hold count (zkr_mutex_hold_count()) grows by one. The
+ *                    thread must release it as many times; the node is
+ *                    deleted, and the next waiter gets the lock, at the last
+ *                    release. Nested acquisitions share one node, so one
+ *                    fencing token. Another thread that acquires or releases
+ *                    it gets ZKR_EBUSY (only a release made from a zkr
+ *                    callback is accepted from another thread). 0, the
+ *                    default: a held mutex refuses a second acquisition with
+ *                    ZKR_EBUSY rather than waiting for itself, and may be
+ *                    released by any thread. Reentrancy belongs to one object:
+ *                    two objects on one path are two contenders, even in one
+ *                    thread.
+ *   watch_node       Non-zero: while it holds, the mutex watches its own node
+ *                    (an `exists` watch set after each acquisition succeeds,
+ *                    without waiting for its reply); when an operator or a
+ *                    tool deletes the node, the state becomes ZKR_LOCK_LOST at
+ *                    once and state_fn is told. A waiter whose last
+ *                    predecessor goes also lists the children once more
+ *                    before it takes the lock, and queues again if its own
+ *                    node is gone. It costs one more request per acquisition
+ *                    (and per change of the node's data, which does not
+ *                    affect the lock). 0, the default: a deletion is noticed
+ *                    at the next guarded write (ZKR_ELOCKLOST) or check after
+ *                    a reconnection. A session loss makes the lock
+ *                    ZKR_LOCK_LOST either way. For long holds; zkr-lock(1)
+ *                    uses it. It does not close the gap between a check and
+ *                    the use of the resource: fencing tokens and guarded
+ *                    writes do (zkr_hold_token()).
+ *   id               A short identifier of the contender, such as a job or
+ *                    instance name, stored in the data of every node the
+ *                    mutex creates after the host name and process id:
+ *                    "host=web-3 pid=4711 id=nightly-report". It must be
+ *                    non-empty, at most 256 bytes long, and free of control
+ *                    characters (bytes below 0x20, and 0x7f). The data is for
+ *                    people and tools (zkr_mutex_participants(), kazoo's
+ *                    `Lock.contenders()`); zkr never reads it back, and it
+ *                    need not be unique. NULL, the default: "host=@H pid=@P".
+ *   state_fn         Called with state_user_data each time the state of a held
+ *                    lock changes: ZKR_LOCK_HELD (an acquisition succeeded, or
+ *                    a SUSPECT lock was confirmed after the connection came
+ *                    back to the same session with the node still there),
+ *                    ZKR_LOCK_SUSPECT (the connection dropped while held: stop
+ *                    touching the resource until HELD again), ZKR_LOCK_LOST
+ *                    (the session was lost, expired, declared lost by the
+ *                    session clock or closed, or the node was found deleted;
+ *                    another contender may hold the lock now). Not called for
+ *                    other states, nor on release, nor for a SUSPECT that
+ *                    zkr_mutex_state_get() reports after a pause of the
+ *                    process. It runs on the session's event thread, one call
+ *                    at a time and in order; it must not block (blocking zkr
+ *                    calls fail there with ZKR_EDEADLK) and may call the
+ *                    non-blocking mutex functions. Calls are queued: read
+ *                    zkr_mutex_state_get() for the current state. The HELD
+ *                    call of an acquisition may run before or after
+ *                    zkr_mutex_acquire() returns. It is not called after
+ *                    zkr_mutex_free() has returned; state_user_data must stay
+ *                    valid until then.
+ *   reserved_        Must be all zero.
  *
  * The mutex holds a reference on @s. Many mutexes, on one path or on many, may
  * share a session. If the session is closed first, the mutex stays valid and
@@ -435,7 +167,9 @@ ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
  *
  * Returns:
  *   ZKR_OK        *@out holds the new mutex, in state ZKR_LOCK_UNLOCKED.
- *   ZKR_EINVAL    @out or @s is NULL.
+ *   ZKR_EINVAL    @out or @s is NULL, or @opts is invalid: an empty, too
+ *                 long or control-character id, or a non-zero byte in
+ *                 reserved_ (logged; nothing is created).
  *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
  *                 "/zookeeper".
  *   ZKR_ECLOSED   The session is closed.
@@ -471,14 +205,14 @@ ZKR_EXTERN int zkr_mutex_opts_set_state_fn(zkr_mutex_opts *opts,
  *   }
  *
  * See also: zkr_mutex_free(), zkr_mutex_acquire(), zkr_mutex_acquire_async(),
- *   zkr_mutex_release(), zkr_mutex_opts_new(), zkr_mutex_participants(),
+ *   zkr_mutex_release(), zkr_mutex_participants(), zkr_mutex_hold_count(),
  *   zkr_session_new()
  *
  * Since: 0.1.0
- * Synopsis: zkr_mutex
+ * Synopsis: zkr_mutex, zkr_mutex_options, zkr_lock_state_fn
  */
 ZKR_EXTERN int zkr_mutex_new(zkr_mutex **out, zkr_session *s, const char *path,
-                             const zkr_mutex_opts *opts);
+                             const zkr_mutex_options *opts);
 
 /**
  * zkr_mutex_free - free a mutex object, releasing or abandoning its lock
@@ -555,7 +289,7 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  * rather than left behind. If the session is lost while waiting, the
  * acquisition starts over in the new session (the place in the queue is lost
  * with the old session's node), within the same deadline; if the session is not
- * renewed (zkr_session_opts_set_renew()), it fails with ZKR_ESESSIONLOST.
+ * renewed (zkr_session_options.no_renew), it fails with ZKR_ESESSIONLOST.
  *
  * On success the state is ZKR_LOCK_HELD; zkr_hold_token() and
  * zkr_hold_node() describe the acquisition. Release the lock with
@@ -563,7 +297,7 @@ ZKR_EXTERN void zkr_mutex_free(zkr_mutex *m);
  *
  * If @m already holds the lock (state ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT), a
  * reentrant mutex acquired by the calling thread returns ZKR_OK at once and its
- * hold count grows (see zkr_mutex_opts_set_reentrant()); otherwise the call
+ * hold count grows (see zkr_mutex_options.reentrant); otherwise the call
  * fails with ZKR_EBUSY. A lock found ZKR_LOCK_LOST by a guarded write or a
  * reconnection check keeps the object busy as well: call zkr_mutex_release()
  * (which returns ZKR_ELOCKLOST) before acquiring again.
@@ -812,7 +546,7 @@ ZKR_EXTERN int zkr_mutex_cancel(zkr_mutex *m);
  * reports it once with ZKR_ELOCKLOST and returns the object to
  * ZKR_LOCK_UNLOCKED, so it can acquire again. A later call returns
  * ZKR_ENOTHELD. The call first applies the session clock (see
- * zkr_session_opts_set_lost_fraction()): a holder resumed from a pause longer
+ * zkr_session_options.lost_fraction): a holder resumed from a pause longer
  * than its session allows gets ZKR_ELOCKLOST even if the loss had not been
  * noticed yet, and its state callback is told ZKR_LOCK_LOST once.
  *
@@ -908,9 +642,8 @@ ZKR_EXTERN int zkr_mutex_release(zkr_mutex *m);
  *       printf("connection lost: pausing work\n");
  *   }
  *
- * See also: zkr_mutex_is_held(), zkr_lock_state_name(),
- *   zkr_mutex_opts_set_state_fn(), zkr_mutex_release(),
- *   zkr_mutex_opts_set_watch_node()
+ * See also: zkr_mutex_is_held(), zkr_lock_state_name(), zkr_mutex_new(),
+ *   zkr_mutex_release()
  *
  * Since: 0.1.0
  * Synopsis: zkr_lock_state
@@ -973,7 +706,7 @@ ZKR_EXTERN int zkr_mutex_is_held(const zkr_mutex *m);
  *
  * zkr_mutex_hold_count() returns how many acquisitions of @m are outstanding,
  * that is how many more calls to zkr_mutex_release() the lock needs. For a
- * reentrant mutex (zkr_mutex_opts_set_reentrant()) each acquisition by the
+ * reentrant mutex (zkr_mutex_options.reentrant) each acquisition by the
  * holding thread adds one; for a plain mutex it is at most 1.
  *
  * It counts while the lock is held, in state ZKR_LOCK_HELD or ZKR_LOCK_SUSPECT;
@@ -996,7 +729,7 @@ ZKR_EXTERN int zkr_mutex_is_held(const zkr_mutex *m);
  *     assert(zkr_mutex_hold_count(m) == 1);
  *   }
  *
- * See also: zkr_mutex_opts_set_reentrant(), zkr_mutex_acquire(),
+ * See also: zkr_mutex_new(), zkr_mutex_acquire(),
  *   zkr_mutex_release()
  *
  * Since: 0.1.0
@@ -1157,7 +890,7 @@ ZKR_EXTERN zkr_hold *zkr_mutex_hold(zkr_mutex *m);
  *     return ZKR_OK;
  *   }
  *
- * See also: zkr_participants_free(), zkr_hold_node(), zkr_mutex_opts_set_id(),
+ * See also: zkr_participants_free(), zkr_hold_node(), zkr_mutex_new(),
  *   zkr_hold_token(), zkr_session_children(), zkr-ls(1)
  *
  * Since: 0.1.0

@@ -75,8 +75,8 @@ typedef struct zkr_rwlock zkr_rwlock;
  * writer. The guide's page rwlock.md gives the details.
  *
  * @path follows the rules of zkr_mutex_new(), and nothing is sent to
- * ZooKeeper before the first acquisition. @opts are mutex options made with
- * zkr_mutex_opts_new(), or NULL; both halves get them (the identifier, the
+ * ZooKeeper before the first acquisition. @opts are mutex options (see
+ * zkr_mutex_new()), or NULL; both halves get them (the identifier, the
  * node watch, the state callback, whose @hold argument is the half's hold,
  * zkr_mutex_hold() of the half). The
  * reentrant option is ignored: both halves are always reentrant, per thread.
@@ -136,7 +136,7 @@ typedef struct zkr_rwlock zkr_rwlock;
  * Synopsis: zkr_rwlock
  */
 ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock **out, zkr_session *s,
-                              const char *path, const zkr_mutex_opts *opts);
+                              const char *path, const zkr_mutex_options *opts);
 
 /**
  * zkr_rwlock_free - free a read-write lock object and both of its halves

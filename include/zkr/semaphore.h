@@ -44,8 +44,6 @@ extern "C" {
 typedef struct zkr_semaphore zkr_semaphore;
 /** One lease of a semaphore, held until released. */
 typedef struct zkr_lease zkr_lease;
-/** Options of a semaphore. */
-typedef struct zkr_semaphore_opts zkr_semaphore_opts;
 
 /** The result of zkr_semaphore_acquire_async(): @leases is the array the
  * caller passed, filled with @n leases when @rc is ZKR_OK. */
@@ -60,156 +58,32 @@ typedef void (*zkr_semaphore_acquire_fn)(zkr_semaphore *sem, int rc,
 #define ZKR_SEMAPHORE_PATH_MAX 1017
 
 /**
- * zkr_semaphore_opts_new - create semaphore options
+ * The options of zkr_semaphore_new(), filled in by the caller, typically
+ * in one expression with designated initializers. Zero (or NULL) in any
+ * field means its default, so a NULL pointer instead of the struct gives
+ * every default: no identifier, the limit given to zkr_semaphore_new(),
+ * no state callback, no node watch. zkr_semaphore_new() copies what it
+ * keeps (the strings too): the struct may go away as soon as the call
+ * returns.
  *
- * zkr_semaphore_opts_new() allocates an options object with the defaults:
- * no contender identifier, the limit given to zkr_semaphore_new(), no state
- * callback. Set options with the zkr_semaphore_opts_set_* calls, pass the
- * object to zkr_semaphore_new() (which copies what it needs), and free it
- * with zkr_semaphore_opts_free().
- *
- * Returns:
- *   ZKR_OK      *@out holds the new options.
- *   ZKR_EINVAL  @out is NULL.
- *   ZKR_ENOMEM  Out of memory.
- *
- * Thread safety:
- * Any thread. An options object is used by one thread at a time.
- *
- * See also: zkr_semaphore_opts_free(), zkr_semaphore_new()
- *
- * Since: 0.1.0
- * Synopsis: zkr_semaphore_opts
+ * ABI rule: fields are only ever added, in place of the start of
+ * reserved_, which must be all zero (zkr_semaphore_new() refuses anything
+ * else with ZKR_EINVAL); reserved_ shrinks by as much, so the size of the
+ * struct never changes, and a later field's zero is always its old behaviour.
  */
-ZKR_EXTERN int zkr_semaphore_opts_new(zkr_semaphore_opts **out);
-
-/**
- * zkr_semaphore_opts_free - free semaphore options
- *
- * zkr_semaphore_opts_free() frees @opts. Semaphores made with it are not
- * affected. NULL is a no-op.
- *
- * Returns:
- * None.
- *
- * Thread safety:
- * Any thread, not concurrently with another call on @opts.
- *
- * See also: zkr_semaphore_opts_new()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN void zkr_semaphore_opts_free(zkr_semaphore_opts *opts);
-
-/**
- * zkr_semaphore_opts_set_id - name the contender in its nodes
- *
- * zkr_semaphore_opts_set_id() sets the identifier written, with the host
- * name and the process id, into the data of the lease and admission nodes
- * ("host=H pid=P id=I"), which zkr_semaphore_participants() and zkr-ls(1)
- * show. @id is 1 to 256 bytes without control characters; NULL removes it.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL, or @id is empty, too long or holds a control
- *               character.
- *   ZKR_ENOMEM  Out of memory.
- *
- * Thread safety:
- * As zkr_semaphore_opts_new().
- *
- * See also: zkr_semaphore_new(), zkr_mutex_opts_set_id()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_semaphore_opts_set_id(zkr_semaphore_opts *opts,
-                                         const char *id);
-
-/**
- * zkr_semaphore_opts_set_count_path - read the limit from a shared count
- *
- * zkr_semaphore_opts_set_count_path() makes the semaphore read its limit
- * from the node at @path, which holds a 4-byte big-endian signed integer
- * (Apache Curator's `SharedCount` format), instead of taking it from
- * zkr_semaphore_new(). The semaphore reads the node at its first
- * acquisition and follows it with a watch from then on: when an operator
- * changes it, a waiting contender counts again at once (a raised limit
- * admits it, a lowered one lets no new lease in until fewer than the new
- * limit are held). A count below 1 admits nobody. The node is not created:
- * an acquisition fails with ZKR_ENONODE while it does not exist, and with
- * ZKR_EBADCOUNT while its data is not 4 bytes. NULL goes back to the
- * number given to zkr_semaphore_new().
- *
- * Returns:
- *   ZKR_OK        Set.
- *   ZKR_EINVAL    @opts is NULL.
- *   ZKR_EBADPATH  @path is not a valid znode path.
- *   ZKR_ENOMEM    Out of memory.
- *
- * Thread safety:
- * As zkr_semaphore_opts_new().
- *
- * See also: zkr_semaphore_new(), zkr_semaphore_limit()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_semaphore_opts_set_count_path(zkr_semaphore_opts *opts,
-                                                 const char *path);
-
-/**
- * zkr_semaphore_opts_set_state_fn - be told when a lease is suspect or lost
- *
- * zkr_semaphore_opts_set_state_fn() sets the callback that every lease of
- * the semaphore calls on each change of its state once it is held:
- * ZKR_LOCK_HELD, ZKR_LOCK_SUSPECT (the connection dropped: stop touching
- * the resource), ZKR_LOCK_LOST (the session is gone or the node was
- * deleted: another contender may hold the lease now). The @hold argument is
- * the lease's hold (zkr_lease_hold()). It runs on the session's event thread,
- * in order, once per change. The session clock declares a lost session before
- * the ensemble can expire it, so LOST comes before another contender can be
- * granted the lease. A lease node deleted by another client is noticed
- * at once only with zkr_semaphore_opts_set_watch_node(); else by the next
- * guarded write. NULL removes it.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * As zkr_semaphore_opts_new(). The callback must not block for long: it
- * runs on the session's event thread.
- *
- * See also: zkr_lease_state_get(), zkr_session_opts_set_session_timeout()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_semaphore_opts_set_state_fn(zkr_semaphore_opts *opts,
-                                               zkr_lock_state_fn fn,
-                                               void *user_data);
-
-/**
- * zkr_semaphore_opts_set_watch_node - notice a lease node deleted by others
- *
- * zkr_semaphore_opts_set_watch_node() makes every lease, while held, watch
- * its own node: if another client deletes it (an operator clearing a stuck
- * lease, say), the lease becomes ZKR_LOCK_LOST at once and the state
- * callback is told, instead of being noticed only by the next guarded
- * write. It costs one more request per lease (an exists with a watch).
- * Off by default; zkr-lock(1) turns it on.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * As zkr_semaphore_opts_new().
- *
- * See also: zkr_semaphore_opts_set_state_fn(), zkr_mutex_opts_set_watch_node()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
-                                                 int on);
+typedef struct zkr_semaphore_options {
+  const char *id;              /**< names the contender in its nodes' data;
+                                    NULL (default): none */
+  const char *count_path;      /**< read the limit from this shared count
+                                    node; NULL (default): the limit given */
+  int watch_node;              /**< non-zero: a held lease watches its own
+                                    node; 0: no watch (default) */
+  zkr_lock_state_fn state_fn;  /**< told HELD, SUSPECT, LOST of each lease;
+                                    NULL: none */
+  void *state_user_data;       /**< given to state_fn */
+  unsigned char reserved_[64]; /**< must be zero: later fields take its
+                                    place */
+} zkr_semaphore_options;
 
 /**
  * zkr_semaphore_new - create a distributed counting semaphore object
@@ -218,7 +92,7 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  * on the session @s and stores it in *@out. At most @limit leases of @path
  * are held at once by every participant together; each participant must
  * use the same @limit (nothing in ZooKeeper records it), or read it from a
- * shared count node (zkr_semaphore_opts_set_count_path()), in which case
+ * shared count node (count_path in @opts), in which case
  * @limit must be 0.
  *
  * The layout is Apache Curator's `InterProcessSemaphoreV2` (see the header
@@ -233,13 +107,61 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  * before the first acquisition. Free the object with zkr_semaphore_free().
  * On failure *@out is left untouched.
  *
+ * @opts are the options, a zkr_semaphore_options the caller fills in; NULL,
+ * or zero in any field, means the default. They are copied (the strings
+ * too), so @opts may be a compound literal:
+ *
+ *     zkr_semaphore_new(&sem, s, "/sem/api", 3,
+ *                       &(zkr_semaphore_options){.id = "worker-1"});
+ *
+ * The fields:
+ *
+ *   id           The identifier written, with the host name and the process
+ *                id, into the data of the lease and admission nodes
+ *                ("host=H pid=P id=I"), which zkr_semaphore_participants()
+ *                and zkr-ls(1) show: 1 to 256 bytes without control
+ *                characters. NULL, the default: none.
+ *   count_path   Read the limit from the node at this path, which holds a
+ *                4-byte big-endian signed integer (Apache Curator's
+ *                `SharedCount` format), instead of taking @limit, which must
+ *                then be 0. The semaphore reads the node at its first
+ *                acquisition and follows it with a watch from then on: when
+ *                an operator changes it, a waiting contender counts again at
+ *                once (a raised limit admits it, a lowered one lets no new
+ *                lease in until fewer than the new limit are held). A count
+ *                below 1 admits nobody. The node is not created: an
+ *                acquisition fails with ZKR_ENONODE while it does not exist,
+ *                and with ZKR_EBADCOUNT while its data is not 4 bytes. It must
+ *                be a valid znode path. NULL, the default: @limit.
+ *   watch_node   Non-zero: every lease, while held, watches its own node: if
+ *                another client deletes it (an operator clearing a stuck
+ *                lease, say), the lease becomes ZKR_LOCK_LOST at once and
+ *                state_fn is told, instead of being noticed only by the next
+ *                guarded write. It costs one more request per lease (an
+ *                exists with a watch). 0, the default: no watch; zkr-lock(1)
+ *                turns it on.
+ *   state_fn     Called with state_user_data on each change of the state of
+ *                every lease of the semaphore once it is held: ZKR_LOCK_HELD,
+ *                ZKR_LOCK_SUSPECT (the connection dropped: stop touching the
+ *                resource), ZKR_LOCK_LOST (the session is gone or the node
+ *                was deleted: another contender may hold the lease now). The
+ *                @hold argument is the lease's hold (zkr_lease_hold()). It
+ *                runs on the session's event thread, in order, once per
+ *                change, and must not block for long. The session clock
+ *                declares a lost session before the ensemble can expire it,
+ *                so LOST comes before another contender can be granted the
+ *                lease. NULL, the default: none.
+ *   reserved_    Must be all zero.
+ *
  * Returns:
  *   ZKR_OK        *@out holds the new semaphore.
  *   ZKR_EINVAL    @out or @s is NULL; @limit is below 1 or above
  *                 ZKR_SEMAPHORE_MAX without a count path, or not 0 with
- *                 one; @path is longer than ZKR_SEMAPHORE_PATH_MAX bytes.
+ *                 one; @path is longer than ZKR_SEMAPHORE_PATH_MAX bytes;
+ *                 @opts has an empty, too long or control-character id, or a
+ *                 non-zero byte in reserved_ (logged; nothing is created).
  *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
- *                 "/zookeeper".
+ *                 "/zookeeper"; or count_path in @opts is not a valid path.
  *   ZKR_ECLOSED   The session is closed.
  *   ZKR_ENOMEM    Out of memory.
  *
@@ -267,14 +189,14 @@ ZKR_EXTERN int zkr_semaphore_opts_set_watch_node(zkr_semaphore_opts *opts,
  *   }
  *
  * See also: zkr_semaphore_free(), zkr_semaphore_acquire(),
- *   zkr_semaphore_opts_new(), zkr_semaphore_participants(), zkr-lock(1)
+ *   zkr_semaphore_participants(), zkr_semaphore_limit(), zkr-lock(1)
  *
  * Since: 0.1.0
- * Synopsis: zkr_semaphore
+ * Synopsis: zkr_semaphore, zkr_semaphore_options, zkr_lock_state_fn
  */
 ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s,
                                  const char *path, int limit,
-                                 const zkr_semaphore_opts *opts);
+                                 const zkr_semaphore_options *opts);
 
 /**
  * zkr_semaphore_free - free a semaphore object and its leases
@@ -425,7 +347,7 @@ ZKR_EXTERN int zkr_semaphore_cancel(zkr_semaphore *sem);
  * Thread safety:
  * Any thread.
  *
- * See also: zkr_semaphore_opts_set_count_path()
+ * See also: zkr_semaphore_new()
  *
  * Since: 0.1.0
  */
@@ -484,7 +406,7 @@ ZKR_EXTERN int zkr_semaphore_participants(zkr_session *s, const char *path,
  * one that acquired it.
  *
  * The call first applies the session clock (see
- * zkr_session_opts_set_lost_fraction()): a holder resumed from a pause longer
+ * zkr_session_options.lost_fraction): a holder resumed from a pause longer
  * than its session allows gets ZKR_ELOCKLOST even if the loss had not been
  * noticed yet. A state callback still queued for the lease is dropped; the
  * return code is the report.
@@ -546,7 +468,7 @@ ZKR_EXTERN void zkr_lease_free(zkr_lease *lease);
  * zkr_lease_state_get - the state of a lease
  *
  * zkr_lease_state_get() returns ZKR_LOCK_HELD, ZKR_LOCK_SUSPECT or
- * ZKR_LOCK_LOST, as the state callback (zkr_semaphore_opts_set_state_fn())
+ * ZKR_LOCK_LOST, as the state callback (zkr_semaphore_options.state_fn)
  * tells it.
  *
  * Returns:
@@ -555,7 +477,7 @@ ZKR_EXTERN void zkr_lease_free(zkr_lease *lease);
  * Thread safety:
  * Any thread.
  *
- * See also: zkr_semaphore_opts_set_state_fn()
+ * See also: zkr_semaphore_new()
  *
  * Since: 0.1.0
  */

@@ -10,8 +10,8 @@
  * watch event to the recipe object that asked for it.
  *
  * THREAD SAFETY: a zkr_session is thread-safe: any thread may call any
- * function on it at any time. A zkr_session_opts object is not: use it from
- * one thread at a time. Listeners run on the session's event thread (one
+ * function on it at any time. zkr_session_new() reads its options struct and
+ * keeps none of it. Listeners run on the session's event thread (one
  * callback at a time, in order); they must not block, and blocking zkr calls
  * made from them fail with ZKR_EDEADLK.
  */
@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zkr/common.h>
+#include <zkr/stats.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,8 +29,6 @@ extern "C" {
 
 /** An opaque session. */
 typedef struct zkr_session zkr_session;
-/** Opaque session options; copied by zkr_session_new(). */
-typedef struct zkr_session_opts zkr_session_opts;
 
 /** The state a session is in. */
 typedef enum zkr_session_state {
@@ -40,7 +39,7 @@ typedef enum zkr_session_state {
   ZKR_STATE_CLOSED = 4      /**< zkr_session_close() was called */
 } zkr_session_state;
 
-/** The ACL of the nodes zkr creates; see zkr_session_opts_set_acl(). */
+/** The ACL of the nodes zkr creates; see zkr_session_options.acl. */
 typedef enum zkr_acl_mode {
   ZKR_ACL_OPEN = 0,   /**< every right for anyone (world:anyone), the default */
   ZKR_ACL_CREATOR = 1 /**< every right for the session's credentials, read for
@@ -69,84 +68,7 @@ typedef void (*zkr_session_listener_fn)(zkr_session *s, zkr_session_event ev,
                                         int64_t session_id, void *user_data);
 
 /**
- * zkr_session_opts_new - allocate session options
- *
- * zkr_session_opts_new() allocates an options object for zkr_session_new() and
- * stores it in *@out. It starts with the defaults:
- *
- *   session timeout  10000 ms, see zkr_session_opts_set_session_timeout();
- *   connect timeout  10000 ms, see zkr_session_opts_set_connect_timeout();
- *   lost fraction    0.25, see zkr_session_opts_set_lost_fraction();
- *   renewal          on, see zkr_session_opts_set_renew();
- *   credentials      none, see zkr_session_opts_add_auth();
- *   node ACL         open, see zkr_session_opts_set_acl().
- *
- * zkr_session_new() copies the options, so one object can serve several
- * sessions and can be freed as soon as the session is created. Free it with
- * zkr_session_opts_free(). On failure *@out is left untouched.
- *
- * Returns:
- *   ZKR_OK      *@out holds new options, owned by the caller.
- *   ZKR_EINVAL  @out is NULL.
- *   ZKR_ENOMEM  Out of memory.
- *
- * Thread safety:
- * zkr_session_opts_new() may be called from any thread.
- *
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <stddef.h>
- *   #include <zkr/zkr.h>
- *
- *   int open_session(const char *hosts, zkr_session **out) {
- *     zkr_session_opts *o = NULL;
- *     int rc = zkr_session_opts_new(&o);
- *     if (rc != ZKR_OK)
- *       return rc;
- *     if ((rc = zkr_session_opts_set_session_timeout(o, 6000)) == ZKR_OK &&
- *         (rc = zkr_session_opts_set_connect_timeout(o, 3000)) == ZKR_OK &&
- *         (rc = zkr_session_opts_add_auth(o, "digest", "app:secret")) ==
- *             ZKR_OK)
- *       rc = zkr_session_new(out, hosts, o);
- *     zkr_session_opts_free(o);
- *     return rc;
- *   }
- *
- * See also: zkr_session_opts_free(), zkr_session_new(),
- *   zkr_session_opts_set_session_timeout(),
- *   zkr_session_opts_set_connect_timeout(),
- *   zkr_session_opts_set_lost_fraction(), zkr_session_opts_set_renew(),
- *   zkr_session_opts_add_auth()
- *
- * Since: 0.1.0
- * Synopsis: zkr_session_opts
- */
-ZKR_EXTERN int zkr_session_opts_new(zkr_session_opts **out);
-
-/**
- * zkr_session_opts_free - free session options
- *
- * zkr_session_opts_free() frees @opts and the copies of credentials it holds.
- * Sessions created with it are not affected: they have their own copy. NULL is
- * accepted and does nothing.
- *
- * Returns:
- * None.
- *
- * Thread safety:
- * zkr_session_opts_free() may be called from any thread, once no other thread
- * uses @opts.
- *
- * See also: zkr_session_opts_new()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN void zkr_session_opts_free(zkr_session_opts *opts);
-
-/**
- * The session timeouts zkr_session_opts_set_session_timeout() accepts, in
+ * The session timeouts zkr_session_options.session_timeout_ms accepts, in
  * milliseconds. Until the server has answered, the ZooKeeper C client uses
  * the requested value itself: it gives up on a connection attempt after
  * 2/3 of it (computed as ms * 2 / 3 in an int, which overflows from 2^30
@@ -157,269 +79,57 @@ ZKR_EXTERN void zkr_session_opts_free(zkr_session_opts *opts);
 #define ZKR_SESSION_TIMEOUT_MAX 1073741823 /* 2^30 - 1 */
 
 /**
- * zkr_session_opts_set_session_timeout - set the session timeout to request
- *
- * zkr_session_opts_set_session_timeout() sets the ZooKeeper session timeout, in
- * milliseconds, that sessions created with @opts request from the server. The
- * default is 10000.
- *
- * The server clamps the request to its own range (by default 2 to 20 times its
- * tickTime); the value granted is returned by zkr_session_timeout().
- *
- * The timeout is how long the ensemble keeps a session, and its ephemeral
- * nodes, after it last heard from the client. A shorter timeout frees the locks
- * of a crashed process sooner; a longer one lets a session survive longer
- * network interruptions and pauses of the process (garbage collection in a
- * peer, swapping, a stopped process) without losing what it holds.
- *
- * The range is the ZooKeeper C client's: until the server has answered, the
- * client uses the requested value itself. It abandons a connection attempt
- * after 2/3 of it, computed in an `int` as @ms * 2 / 3, which overflows from
- * 2^30 on, so that every attempt then fails at once; and it pauses @ms / 60
- * between two rounds over the servers, which is no pause at all (a busy loop)
- * below 60 ms.
- *
- * Returns:
- *   ZKR_OK      The timeout is set.
- *   ZKR_EINVAL  @opts is NULL, or @ms is not in
- *               [ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX] = [100,
- *               2^30-1]; the options are unchanged.
- *
- * Thread safety:
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * See also: zkr_session_opts_new(), zkr_session_timeout(),
- *   zkr_session_opts_set_lost_fraction()
- *
- * Since: 0.1.0
+ * One pair of credentials added to every ZooKeeper session: an
+ * authentication scheme and its credentials, for example "digest" and
+ * "user:password". @cred is sent as the bytes of the string, without its
+ * terminating NUL.
  */
-ZKR_EXTERN int zkr_session_opts_set_session_timeout(zkr_session_opts *opts,
-                                                    int ms);
+typedef struct zkr_auth {
+  const char *scheme; /**< non-empty, e.g. "digest" */
+  const char *cred;   /**< not NULL, e.g. "user:password" */
+} zkr_auth;
 
 /**
- * zkr_session_opts_set_connect_timeout - set how long to wait for the first
- * connection
+ * The options of zkr_session_new(), filled in by the caller, typically in
+ * one expression with designated initializers. Zero (or NULL) in any field
+ * means its default, so an empty initializer, or a NULL pointer instead of
+ * the struct, gives every default. zkr_session_new() copies what it keeps
+ * (the credentials too): the struct, and the strings it points to, may go
+ * away as soon as the call returns.
  *
- * zkr_session_opts_set_connect_timeout() sets how long, in milliseconds,
- * zkr_session_new() waits for the first ZooKeeper session to be established
- * before it gives up with ZKR_ECONNECT. The default is 10000.
- *
- * It applies only to zkr_session_new(). Reconnections and the renewal of a lost
- * session go on in the background, without a limit, until the session is
- * closed; to bound a wait for them use zkr_session_wait_connected() or the
- * deadline of a recipe operation.
- *
- * Returns:
- *   ZKR_OK      The timeout is set.
- *   ZKR_EINVAL  @opts is NULL, or @ms is less than 1; the options are
- *               unchanged.
- *
- * Thread safety:
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * See also: zkr_session_opts_new(), zkr_session_new(),
- *   zkr_session_wait_connected()
- *
- * Since: 0.1.0
+ * ABI rule: fields are only ever added, in place of the start of
+ * reserved_, which must be all zero (zkr_session_new() refuses anything
+ * else with ZKR_EINVAL); reserved_ shrinks by as much, so the size of the
+ * struct never changes, and a later field's zero is always its old behaviour. A
+ * program built against an older header keeps working with a newer library.
  */
-ZKR_EXTERN int zkr_session_opts_set_connect_timeout(zkr_session_opts *opts,
-                                                    int ms);
-
-/**
- * zkr_session_opts_set_lost_fraction - set the client-side session clock
- *
- * zkr_session_opts_set_lost_fraction() sets when a disconnected session gives
- * itself up. After the connection has been down for @fraction times the
- * negotiated session timeout (see zkr_session_timeout()), the session declares
- * itself lost (ZKR_STATE_LOST, listeners get ZKR_EV_LOST) without waiting to
- * hear it from a server, and recipe objects on it treat what they held as lost.
- * The default is 0.25.
- *
- * The reason is timing. The ZooKeeper client notices that a server has gone
- * silent only after 2/3 of the session timeout without hearing from it, and
- * only then reports the disconnection. The ensemble may expire the session once
- * a full timeout has passed since it last heard from the client: as early as
- * 1/3 of the timeout after the client reported the disconnection. From then on
- * the ensemble may give a lock the client held to another client. With a
- * fraction below 1/3, such as the default, a holder learns that it has lost its
- * session before the ensemble can hand what it held to someone else.
- *
- * For example, with a negotiated timeout of 10000 ms a silent server is noticed
- * after about 6667 ms; the session is declared lost 2500 ms later, and the
- * ensemble may expire it no earlier than about 3333 ms after the disconnection
- * was noticed.
- *
- * Larger fractions ride out longer interruptions, because the client may still
- * reconnect to the same session, but give up that guarantee; with 1 or more the
- * client in practice learns of the loss from the server when it reconnects.
- *
- * The session clock has one rule, of which the fraction is half. An open
- * ZooKeeper session is taken as lost as soon as either
- *   - the session's own manager thread, which wakes every sixth of the
- *     negotiated timeout, last woke more than 2/3 of the timeout ago: the
- *     whole process was paused (SIGSTOP, swapping, a stalled virtual machine),
- *     the ZooKeeper client's threads with it, and the ensemble may have expired
- *     the session meanwhile; or
- *   - the connection has been down for @fraction times the timeout.
- * The manager thread applies the rule as it wakes; and every call that reports
- * on or ends a hold (a lock's, a lease's or a leadership's release, is_held,
- * state, fencing token, node, guarded writes, is_leader, resign) applies it
- * first, on the caller's thread. So a process resumed from a long pause is
- * never told that it still holds what it lost, however fast it asks: the hold
- * is ZKR_LOCK_LOST right there (its state callback is queued before the call
- * returns), and the session is then declared lost as above.
- *
- * Returns:
- *   ZKR_OK      The fraction is set.
- *   ZKR_EINVAL  @opts is NULL, or @fraction is not in (0, 10]; the options are
- *               unchanged.
- *
- * Thread safety:
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * See also: zkr_session_opts_new(), zkr_session_timeout(),
- *   zkr_session_opts_set_session_timeout(), zkr_session_add_listener()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_session_opts_set_lost_fraction(zkr_session_opts *opts,
-                                                  double fraction);
-
-/**
- * zkr_session_opts_set_renew - choose whether a lost session is replaced
- *
- * zkr_session_opts_set_renew() sets whether a session opens a new ZooKeeper
- * session by itself after the current one is lost. Any non-zero @renew turns
- * renewal on, which is the default; 0 turns it off.
- *
- * With renewal on, a lost session goes to ZKR_STATE_CONNECTING at once and
- * opens a new ZooKeeper session; when it is established, listeners get
- * ZKR_EV_CONNECTED with the new session id. Recipe objects on the session are
- * told of the loss: whatever they held through the old ZooKeeper session is
- * gone.
- *
- * With renewal off, a lost session stays in ZKR_STATE_LOST: every operation on
- * it fails with ZKR_ESESSIONLOST, and the application is expected to close it
- * and start again.
- *
- * If the server rejects the session's credentials, renewal is turned off for
- * that session whatever this option says, since the same credentials would be
- * rejected again.
- *
- * Returns:
- *   ZKR_OK      The option is set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * See also: zkr_session_opts_new(), zkr_session_add_listener(),
- *   zkr_session_wait_connected(), zkr_session_close()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_session_opts_set_renew(zkr_session_opts *opts, int renew);
-
-/**
- * zkr_session_opts_add_auth - add credentials to every ZooKeeper session
- *
- * zkr_session_opts_add_auth() adds a pair of an authentication @scheme and its
- * credentials @cred to @opts, for example the scheme "digest" with the
- * credentials "user:password". Both strings are copied. It may be called
- * several times; the pairs are kept in order.
- *
- * A session created with @opts adds every pair (with the ZooKeeper client's
- * zoo_add_auth()) to each ZooKeeper session it opens: the first one and each
- * one opened after a loss. When the connection drops and comes back to the same
- * session, the ZooKeeper client sends them again by itself. @cred is sent as
- * the bytes of the string, without its terminating NUL.
- *
- * If the server rejects the credentials, the session is lost and is not renewed
- * (see zkr_session_opts_set_renew()). Note that the "digest" scheme accepts any
- * user and password: wrong credentials only show up as ZKR_ENOAUTH on nodes
- * whose ACL asks for the right ones.
- *
- * Returns:
- *   ZKR_OK      The credentials are added.
- *   ZKR_EINVAL  @opts or @cred is NULL, or @scheme is NULL or empty; the
- *               options are unchanged.
- *   ZKR_ENOMEM  Out of memory; the options are unchanged.
- *
- * Thread safety:
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <zkr/zkr.h>
- *
- *   int add_digest(zkr_session_opts *o, const char *user_colon_password) {
- *     return zkr_session_opts_add_auth(o, "digest", user_colon_password);
- *   }
- *
- * See also: zkr_session_opts_new(), zkr_session_new(),
- *   zkr_session_opts_set_renew()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_session_opts_add_auth(zkr_session_opts *opts,
-                                         const char *scheme, const char *cred);
-
-/**
- * zkr_session_opts_set_acl - choose the ACL of the nodes zkr creates
- *
- * zkr_session_opts_set_acl() sets the ACL that a session created with @opts
- * gives every node it creates: the contender nodes of every recipe (lock,
- * read-write lock, semaphore lease and admission, election) and the parents
- * it creates for them (the lock path, a semaphore's `locks` and `leases`).
- * Missing ancestors above the lock path, which zkr creates as containers, get
- * the open ACL whatever the mode: they are shared with other locks (a
- * creator-only `/team/alice/job` must not close `/team` to `/team/bob/job`).
- *
- *   ZKR_ACL_OPEN     every right for anyone (ZooKeeper's world:anyone), the
- *                    default, as Curator and kazoo do by default.
- *   ZKR_ACL_CREATOR  every right for the credentials of the session (the
- *                    ZooKeeper "auth" scheme: each identity added with
- *                    zkr_session_opts_add_auth()), and only the right to read
- *                    for anyone else, so zkr-ls and observers still see the
- *                    queue. It needs credentials: zkr_session_new() refuses it
- *                    with ZKR_EINVAL without any.
- *
- * In ZooKeeper, deleting a node and creating one are rights on its parent. So
- * ZKR_ACL_CREATOR keeps clients without the credentials from deleting,
- * overwriting or changing the ACL of zkr's nodes, and from queueing, when
- * zkr created the parent too; under a parent that already exists with an
- * open ACL, anyone can still delete a contender node, but not change its data
- * or ACL. Every participant of one lock must use the same credentials: a
- * participant with other credentials cannot create its node (ZKR_ENOAUTH) or
- * delete it.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL, or @mode is not one of the above; the options
- *               are unchanged.
- *
- * Thread safety:
- * A `zkr_session_opts` object is not thread-safe: use each one from one thread
- * at a time. Different objects may be used concurrently.
- *
- * Example:
- *   #include <zkr/zkr.h>
- *
- *   int creator_only(zkr_session_opts *o, const char *user_colon_password) {
- *     int rc = zkr_session_opts_add_auth(o, "digest", user_colon_password);
- *     return rc == ZKR_OK ? zkr_session_opts_set_acl(o, ZKR_ACL_CREATOR) : rc;
- *   }
- *
- * See also: zkr_session_opts_add_auth(), zkr_session_new()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
-                                        zkr_acl_mode mode);
+typedef struct zkr_session_options {
+  int session_timeout_ms;      /**< session timeout to request; 0: 10000;
+                                    else in [ZKR_SESSION_TIMEOUT_MIN,
+                                    ZKR_SESSION_TIMEOUT_MAX] */
+  int connect_timeout_ms;      /**< how long zkr_session_new() waits for the
+                                    first session; 0: 10000; else >= 1 */
+  double lost_fraction;        /**< the session clock; 0: 0.25; else in
+                                    (0, 10] */
+  int no_renew;                /**< non-zero: a lost session is not
+                                    replaced; 0 (default): it is */
+  const zkr_auth *auth;        /**< auth_count credentials, in order */
+  size_t auth_count;           /**< how many; 0 (default): none */
+  zkr_acl_mode acl;            /**< ACL of the nodes zkr creates; 0:
+                                    ZKR_ACL_OPEN */
+  zkr_lock_hook_fn lock_hook;  /**< every acquisition, failure, release and
+                                    loss; NULL (default): none */
+  void *lock_hook_user_data;   /**< given to lock_hook */
+  int64_t alert_wait_ms;       /**< alert on a wait longer than this; 0
+                                    (default): never; else > 0 */
+  int64_t alert_hold_ms;       /**< alert on a hold longer than this; 0
+                                    (default): never; else > 0 */
+  zkr_alert_fn alert_fn;       /**< the alert callback; needed when a
+                                    threshold is set */
+  void *alert_user_data;       /**< given to alert_fn */
+  unsigned char reserved_[64]; /**< must be zero: later fields take its
+                                    place */
+} zkr_session_options;
 
 /**
  * zkr_session_new - connect to a ZooKeeper ensemble
@@ -429,7 +139,7 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  * by every zkr recipe object created on it. It keeps track of the connection,
  * tells listeners about changes (see zkr_session_add_listener()), declares the
  * session lost by itself when it has been disconnected for too long (see
- * zkr_session_opts_set_lost_fraction()), and, unless told otherwise, opens a
+ * lost_fraction below), and, unless told otherwise, opens a
  * new ZooKeeper session after a loss.
  *
  * @hosts is a comma-separated list of @host:@port pairs, optionally followed
@@ -449,10 +159,128 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  * operations below a missing chroot fail (typically with ZKR_ENONODE). @hosts
  * is copied.
  *
- * @opts are the options made with zkr_session_opts_new(); they are copied, so
- * the caller may change or free them as soon as the call returns. NULL means
- * the defaults: a 10000 ms session timeout, a 10000 ms connect timeout, a lost
- * fraction of 0.25, renewal after a loss, and no credentials.
+ * @opts are the options, a zkr_session_options the caller fills in; NULL, or
+ * zero in any field, means the default. What the session keeps is copied (the
+ * credentials too), so @opts may be a compound literal:
+ *
+ *     zkr_session_new(&s, hosts, &(zkr_session_options){
+ *                                    .session_timeout_ms = 6000});
+ *
+ * The fields:
+ *
+ *   session_timeout_ms   The ZooKeeper session timeout to request, default
+ *                        10000. The server clamps it to its own range (by
+ *                        default 2 to 20 times its tickTime); the value
+ *                        granted is returned by zkr_session_timeout(). It is
+ *                        how long the ensemble keeps a session, and its
+ *                        ephemeral nodes, after it last heard from the
+ *                        client: shorter frees the locks of a crashed process
+ *                        sooner, longer rides out longer interruptions and
+ *                        pauses. It must be in [ZKR_SESSION_TIMEOUT_MIN,
+ *                        ZKR_SESSION_TIMEOUT_MAX] = [100, 2^30-1], the
+ *                        ZooKeeper C client's range: the client uses the
+ *                        requested value itself until the server answers,
+ *                        abandons a connection attempt after @ms * 2 / 3,
+ *                        computed in an `int` (which overflows from 2^30 on),
+ *                        and pauses @ms / 60 between rounds over the servers
+ *                        (a busy loop below 60 ms).
+ *   connect_timeout_ms   How long zkr_session_new() waits for the first
+ *                        ZooKeeper session before it gives up with
+ *                        ZKR_ECONNECT, default 10000; at least 1. It applies
+ *                        only to zkr_session_new(): reconnections and
+ *                        renewals go on in the background until the session
+ *                        is closed (bound a wait for them with
+ *                        zkr_session_wait_connected()).
+ *   lost_fraction        The session clock, default 0.25; in (0, 10]. After
+ *                        the connection has been down for this fraction of
+ *                        the negotiated timeout, the session declares itself
+ *                        lost (ZKR_STATE_LOST, listeners get ZKR_EV_LOST)
+ *                        without waiting to hear it from a server, and recipe
+ *                        objects on it treat what they held as lost. The
+ *                        ZooKeeper client notices a silent server only after
+ *                        2/3 of the timeout, and the ensemble may expire the
+ *                        session as early as 1/3 of the timeout after that:
+ *                        with a fraction below 1/3, such as the default, a
+ *                        holder learns that it has lost its session before
+ *                        the ensemble can hand what it held to someone else.
+ *                        (With a negotiated 10000 ms: a silent server is
+ *                        noticed after about 6667 ms, the session is declared
+ *                        lost 2500 ms later, and the ensemble may expire it no
+ *                        earlier than about 3333 ms after the disconnection
+ *                        was noticed.) Larger fractions ride out longer
+ *                        interruptions but give up that guarantee; with 1 or
+ *                        more the client in practice learns of the loss from
+ *                        the server. The clock has a second half: the session
+ *                        is also taken as lost when its manager thread, which
+ *                        wakes every sixth of the timeout, last woke more than
+ *                        2/3 of the timeout ago (the whole process was paused:
+ *                        SIGSTOP, swapping, a stalled virtual machine). The
+ *                        manager applies the rule as it wakes, and every call
+ *                        that reports on or ends a hold (release, is_held,
+ *                        state, fencing token, node, guarded writes,
+ *                        is_leader, resign) applies it first on the caller's
+ *                        thread, so a process resumed from a long pause is
+ *                        never told that it still holds what it lost.
+ *   no_renew             0, the default: after a loss the session goes to
+ *                        ZKR_STATE_CONNECTING at once and opens a new
+ *                        ZooKeeper session (listeners then get
+ *                        ZKR_EV_CONNECTED with the new id); recipe objects are
+ *                        told that what they held is gone. Non-zero: a lost
+ *                        session stays ZKR_STATE_LOST, every operation on it
+ *                        fails with ZKR_ESESSIONLOST, and the application
+ *                        closes it and starts again. If the server rejects the
+ *                        credentials, renewal is off for that session whatever
+ *                        this field says.
+ *   auth, auth_count     @auth_count zkr_auth pairs (scheme and credentials,
+ *                        such as "digest" and "user:password"), added in
+ *                        order with zoo_add_auth() to every ZooKeeper session
+ *                        the session opens, the first one and each one opened
+ *                        after a loss (the client itself sends them again
+ *                        after a reconnection to the same session). Each
+ *                        scheme must be non-empty and each credential
+ *                        non-NULL. If the server rejects them, the session is
+ *                        lost and not renewed. The "digest" scheme accepts any
+ *                        user and password: wrong credentials show up only as
+ *                        ZKR_ENOAUTH on nodes whose ACL asks for the right
+ *                        ones.
+ *   acl                  The ACL of every node the session creates (contender
+ *                        nodes of every recipe, and the parents created for
+ *                        them: the lock path, a semaphore's `locks` and
+ *                        `leases`). Missing ancestors above the lock path,
+ *                        created as containers, get the open ACL whatever the
+ *                        mode: they are shared with other locks.
+ *                        ZKR_ACL_OPEN (0, the default): every right for anyone
+ *                        (world:anyone), as Curator and kazoo do by default.
+ *                        ZKR_ACL_CREATOR: every right for the session's
+ *                        credentials (the "auth" scheme) and read for anyone,
+ *                        so zkr-ls and observers still see the queue; it needs
+ *                        credentials. Deleting and creating a node are rights
+ *                        on its parent: ZKR_ACL_CREATOR keeps clients without
+ *                        the credentials from deleting, changing or queueing
+ *                        when zkr created the parent too; under an existing
+ *                        open parent anyone can still delete a contender node.
+ *                        Every participant of one lock must use the same
+ *                        credentials.
+ *   lock_hook            Called with lock_hook_user_data for each
+ *                        acquisition, failure, release and loss of any lock
+ *                        object of the session (every recipe), with its wait
+ *                        or hold time, on the session's event thread. A
+ *                        reentrant acquisition makes no event. NULL, the
+ *                        default: none, and nothing is allocated for it.
+ *   alert_wait_ms,       Call alert_fn with alert_user_data once for each
+ *   alert_hold_ms,       acquisition that waits longer than alert_wait_ms,
+ *   alert_fn             with the lock's oldest contender (its holder: node,
+ *                        id, host, pid, read from ZooKeeper when the threshold
+ *                        is crossed), and once for each hold that lasts longer
+ *                        than alert_hold_ms. 0 turns a threshold off; with
+ *                        both off (the default) nothing is armed and nothing
+ *                        runs, and alert_fn is ignored. alert_fn runs on a
+ *                        thread the session starts for it, one alert at a
+ *                        time, and may call any zkr function.
+ *   reserved_            Must be all zero.
+ *
+ * Invalid options change nothing: the call logs why (see zkr_set_log_hook())
+ * and returns ZKR_EINVAL before it connects.
  *
  * The call blocks until the first ZooKeeper session is established or the
  * connect timeout passes. A session counts as established once a server has
@@ -475,7 +303,11 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  *
  * Returns:
  *   ZKR_OK        The session is connected; *@out is set.
- *   ZKR_EINVAL    @out or @hosts is NULL.
+ *   ZKR_EINVAL    @out or @hosts is NULL, or @opts is invalid: a field out of
+ *                 its range, an auth entry with a NULL or empty scheme or a
+ *                 NULL credential, @auth NULL with a non-zero @auth_count,
+ *                 ZKR_ACL_CREATOR without credentials, a threshold set
+ *                 without alert_fn, or a non-zero byte in reserved_.
  *   ZKR_EBADCONN  @hosts is malformed (empty, a host without a port, a bad
  *                 port, a bad host name, an empty entry).
  *   ZKR_EBADPATH  The chroot part of @hosts is not a valid znode path, or is
@@ -483,7 +315,7 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  *   ZKR_ECONNECT  No server answered before the connect timeout (a handshake
  *                 and a first request), or a host name does not resolve.
  *   ZKR_EAUTH     The server refused the credentials added with
- *                 zkr_session_opts_add_auth(). (With the "digest" scheme the
+ *                 zkr_session_options.auth. (With the "digest" scheme the
  *                 server accepts any user and password; a wrong password shows
  *                 up later, as ZKR_ENOAUTH on nodes whose ACL requires the
  *                 right one.)
@@ -500,14 +332,12 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  *   #include <zkr/zkr.h>
  *
  *   int main(void) {
- *     zkr_session_opts *opts = NULL;
  *     zkr_session *s = NULL;
- *     int rc = zkr_session_opts_new(&opts);
- *     if (rc == ZKR_OK)
- *       rc = zkr_session_opts_set_session_timeout(opts, 15000);
- *     if (rc == ZKR_OK)
- *       rc = zkr_session_new(&s, "127.0.0.1:2181/myapp", opts);
- *     zkr_session_opts_free(opts); // copied by zkr_session_new()
+ *     int rc = zkr_session_new(&s, "127.0.0.1:2181/myapp",
+ *                              &(zkr_session_options){
+ *                                  .session_timeout_ms = 15000,
+ *                                  .auth = &(zkr_auth){"digest", "app:secret"},
+ *                                  .auth_count = 1});
  *     if (rc != ZKR_OK) {
  *       fprintf(stderr, "zkr: %s\n", zkr_strerror(rc));
  *       return 1;
@@ -518,15 +348,16 @@ ZKR_EXTERN int zkr_session_opts_set_acl(zkr_session_opts *opts,
  *     return 0;
  *   }
  *
- * See also: zkr_session_close(), zkr_session_opts_new(),
+ * See also: zkr_session_close(), zkr_session_timeout(),
  *   zkr_session_add_listener(), zkr_session_wait_connected(),
  *   zkr_set_log_hook(), zkr_strerror()
  *
  * Since: 0.1.0
- * Synopsis: zkr_session
+ * Synopsis: zkr_session, zkr_session_options, zkr_auth, zkr_acl_mode,
+ *   ZKR_SESSION_TIMEOUT_MIN, ZKR_SESSION_TIMEOUT_MAX
  */
 ZKR_EXTERN int zkr_session_new(zkr_session **out, const char *hosts,
-                               const zkr_session_opts *opts);
+                               const zkr_session_options *opts);
 
 /**
  * zkr_session_close - close a session and release the caller's reference
@@ -719,11 +550,11 @@ ZKR_EXTERN int64_t zkr_session_id(const zkr_session *s);
  * works with for the current (or last) ZooKeeper session of @s: the one the
  * server granted, but never more than the one requested.
  *
- * The timeout requested with zkr_session_opts_set_session_timeout() is only a
+ * The timeout requested (zkr_session_options.session_timeout_ms) is only a
  * request: the server clamps it to its own range, which by default is 2 to 20
  * times its tickTime. The negotiated value is how long the ensemble keeps the
  * session, and its ephemeral nodes, after it last heard from the client. The
- * session clock (see zkr_session_opts_set_lost_fraction()) and every other
+ * session clock (see zkr_session_options.lost_fraction) and every other
  * timer of zkr use the smaller of the two: a server that raises a short
  * request to its minimum leaves the clock on the shorter, safer value, and a
  * broken handshake (something that is not a ZooKeeper server, answering with a
@@ -741,8 +572,7 @@ ZKR_EXTERN int64_t zkr_session_id(const zkr_session *s);
  * zkr_session_timeout() is thread-safe and may be called from any thread,
  * including from zkr callbacks.
  *
- * See also: zkr_session_opts_set_session_timeout(),
- *   zkr_session_opts_set_lost_fraction(), zkr_session_id()
+ * See also: zkr_session_new(), zkr_session_id()
  *
  * Since: 0.1.0
  */
@@ -773,7 +603,7 @@ ZKR_EXTERN int zkr_session_timeout(const zkr_session *s);
  *   ZKR_ETIMEDOUT     The timeout passed first.
  *   ZKR_ECLOSED       The session is closed or being closed.
  *   ZKR_ESESSIONLOST  The session was lost and renewal is off (see
- *                     zkr_session_opts_set_renew()): it will never be connected
+ *                     zkr_session_options.no_renew): it will never be connected
  *                     again.
  *   ZKR_EINVAL        @s is NULL.
  *   ZKR_EDEADLK       Called from a zkr callback with a non-zero @timeout_ms.
@@ -825,7 +655,7 @@ ZKR_EXTERN int zkr_session_wait_connected(zkr_session *s, int64_t timeout_ms);
  *                       same one: ephemeral nodes and watches are intact.
  *   ZKR_EV_LOST         The ZooKeeper session is gone: the server expired it,
  *                       the session clock declared it lost (see
- *                       zkr_session_opts_set_lost_fraction()), or the server
+ *                       zkr_session_options.lost_fraction), or the server
  *                       rejected the credentials. @session_id is the id that
  *                       was lost. Unless renewal is off, a new session is being
  *                       opened.

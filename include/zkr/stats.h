@@ -132,7 +132,6 @@ typedef struct zkr_alert {
 typedef void (*zkr_alert_fn)(const zkr_alert *alert, void *user_data);
 
 struct zkr_session;
-struct zkr_session_opts;
 struct zkr_mutex;
 struct zkr_semaphore;
 struct zkr_election;
@@ -154,7 +153,7 @@ struct zkr_election;
  * Thread safety:
  * Any thread, callbacks included. It sends no request.
  *
- * See also: zkr_mutex_stats(), zkr_session_opts_set_lock_hook()
+ * See also: zkr_mutex_stats(), zkr_session_new()
  *
  * Since: 0.1.0
  */
@@ -228,61 +227,6 @@ ZKR_EXTERN int zkr_semaphore_stats(const struct zkr_semaphore *sem,
  */
 ZKR_EXTERN int zkr_election_stats(const struct zkr_election *e, zkr_stats *out,
                                   size_t size);
-
-/**
- * zkr_session_opts_set_lock_hook - see every acquisition, release, failure
- * and loss
- *
- * zkr_session_opts_set_lock_hook() makes a session opened with @opts call
- * @fn with @user_data for each acquisition, failure, release and loss of
- * any of its lock objects (every recipe), with its wait or hold time, on
- * the session's event thread. A reentrant acquisition by the holding
- * thread makes no event. NULL @fn removes the hook. Without a hook nothing
- * is allocated for it.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL.
- *
- * Thread safety:
- * Not thread-safe on one @opts object.
- *
- * See also: zkr_session_stats(), zkr_session_opts_set_alerts()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_session_opts_set_lock_hook(struct zkr_session_opts *opts,
-                                              zkr_lock_hook_fn fn,
-                                              void *user_data);
-
-/**
- * zkr_session_opts_set_alerts - be told of a wait or a hold that lasts too
- * long
- *
- * zkr_session_opts_set_alerts() makes a session opened with @opts call @fn
- * with @user_data once for each acquisition of any of its lock objects
- * that waits longer than @wait_ms, with the lock's oldest contender (its
- * holder: node, id, host, pid, read from ZooKeeper when the threshold is
- * crossed), and once for each hold that lasts longer than @hold_ms. 0
- * turns that threshold off; with both off (the default) nothing is armed
- * and nothing runs. @fn runs on a thread the session starts for it, one
- * alert at a time, and may call any zkr function.
- *
- * Returns:
- *   ZKR_OK      Set.
- *   ZKR_EINVAL  @opts is NULL, a threshold is below 0, or @fn is NULL
- *               while a threshold is set.
- *
- * Thread safety:
- * Not thread-safe on one @opts object.
- *
- * See also: zkr_session_opts_set_lock_hook()
- *
- * Since: 0.1.0
- */
-ZKR_EXTERN int zkr_session_opts_set_alerts(struct zkr_session_opts *opts,
-                                           int64_t wait_ms, int64_t hold_ms,
-                                           zkr_alert_fn fn, void *user_data);
 
 #ifdef __cplusplus
 }
