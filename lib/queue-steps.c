@@ -564,19 +564,26 @@ static void watch_cb(zkr_session *s, int type, const char *path, void *ctx) {
   zkr__q_callback_exit(c);
 }
 
-static void exists_cb(int rc, const struct Stat *stat, const void *data) {
+/* The nearest blocker is read with getData, not exists: on a node that is
+ * gone, exists() would leave a watch for its creation on the server (a
+ * sequential name is never created again), which costs a removeWatches;
+ * getData sets none. In a queue that drains, the blocker a woken waiter
+ * looks at next has often left while it slept. */
+static void pred_read_cb(int rc, const char *value, int value_len,
+                         const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
+  (void)value;
+  (void)value_len;
   (void)stat;
   if (zkr__q_callback_enter(c, Q_WATCHING) && c->watch_id == q->watch_id &&
       q->watch_id != 0) {
     if (rc == ZOK) {
       /* the watch is set: wait for it */
     } else if (rc == ZNONODE) {
-      /* Gone before we looked. exists() left a watch for its creation
-       * on the server: remove it. Whether it held is unknown, so only
-       * this one is dropped. */
-      zkr__q_drop_watch(q, 1);
+      /* Gone before we looked (no watch was set). Whether it held is
+       * unknown, so only this one is dropped. */
+      zkr__q_drop_watch(q, 0);
       pred_gone(q);
     } else if (zkr__transient(rc)) {
       zkr__q_pause_for_connection(q);
@@ -587,11 +594,11 @@ static void exists_cb(int rc, const struct Stat *stat, const void *data) {
   zkr__q_callback_exit(c);
 }
 
-static int send_exists(zhandle_t *zh, const char *path, struct qctx *c) {
-  return zoo_aexists(zh, path, 1, exists_cb, c);
+static int send_pred_read(zhandle_t *zh, const char *path, struct qctx *c) {
+  return zoo_aget(zh, path, 1, pred_read_cb, c);
 }
 
-/* Under mu: watch the nearest remaining blocker (one exists+watch). */
+/* Under mu: watch the nearest remaining blocker (one getData+watch). */
 static void step_watch(zkr__queue *q) {
   zkr__q_drop_watch(q, 0);
   if (!q->pred1) {
@@ -606,7 +613,7 @@ static void step_watch(zkr__queue *q) {
   if (c)
     zkr__q_watch_request(q, zh, ZKR__WATCH_DATA,
                          zkr__path_join(q->parent, q->pred1), watch_cb,
-                         send_exists, c);
+                         send_pred_read, c);
 }
 
 /* ------------------------------------------------------------------ */

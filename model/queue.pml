@@ -931,9 +931,11 @@ inline on_list(q) {
 inline on_exists(q) {
   if
   :: at == att[q] && ph[q] == Q_WATCHING && a == wid[q] && wid[q] != 0 ->
+     /* pred_read_cb: the blocker is read with getData, which sets no
+      * watch on a missing node (nothing to remove on the server) */
      if
      :: rc == ZOK -> skip
-     :: rc == ZNONODE -> drop_watch(q, 1); pred_gone(q)
+     :: rc == ZNONODE -> drop_watch(q, 0); pred_gone(q)
      :: else -> wc[q] = 1
      fi
   :: at == att[q] && ph[q] == Q_HELD && a == wid[q] && wid[q] != 0 ->
