@@ -48,6 +48,19 @@ zkr_role zkr__role_of(const char *name, zkr__place place) {
   return ZKR_ROLE_LOCK;
 }
 
+zkr_role zkr_role_of(const char *name, zkr_layout layout) {
+  if (!name)
+    return ZKR_ROLE_OTHER;
+  if (layout == ZKR_LAYOUT_SEMAPHORE) {
+    if (strcmp(name, ZKR__SEM_LEASES) == 0)
+      return ZKR_ROLE_LEASE;
+    if (strcmp(name, ZKR__SEM_ADMISSION) == 0)
+      return ZKR_ROLE_ADMISSION;
+  }
+  return zkr__role_of(name, layout == ZKR_LAYOUT_ELECTION ? ZKR__IN_ELECTION
+                                                          : ZKR__IN_LOCK);
+}
+
 int zkr__semaphore_child(const char *name, void *ctx) {
   (void)ctx;
   return strcmp(name, ZKR__SEM_ADMISSION) == 0 ||

@@ -138,6 +138,21 @@ int main(void) {
          strcmp(zkr_layout_name((zkr_layout)99), "other") == 0,
      "an unknown role or layout is named other");
 
+  ok(zkr_role_of("locks", ZKR_LAYOUT_SEMAPHORE) == ZKR_ROLE_ADMISSION &&
+         zkr_role_of("leases", ZKR_LAYOUT_SEMAPHORE) == ZKR_ROLE_LEASE &&
+         zkr_role_of("locks", ZKR_LAYOUT_LOCK) == ZKR_ROLE_OTHER,
+     "zkr_role_of: a semaphore's two children, by name, only in its layout");
+  ok(zkr_role_of("_c_x-lock-0000000001", ZKR_LAYOUT_ELECTION) ==
+             ZKR_ROLE_SELECTOR &&
+         zkr_role_of("_c_x-lock-0000000001", ZKR_LAYOUT_LOCK) ==
+             ZKR_ROLE_LOCK &&
+         zkr_role_of("_c_x-latch-0000000001", ZKR_LAYOUT_ELECTION) ==
+             ZKR_ROLE_LATCH &&
+         zkr_role_of("k__rlock__0000000001", ZKR_LAYOUT_RWLOCK) ==
+             ZKR_ROLE_READ &&
+         zkr_role_of(NULL, ZKR_LAYOUT_LOCK) == ZKR_ROLE_OTHER,
+     "zkr_role_of: contenders by their marker and layout");
+
   /* which recipe the children of a path show */
   char *latch[] = {(char *)"_c_x-latch--1000000005"};
   char *sem[] = {(char *)"locks", (char *)"leases"};

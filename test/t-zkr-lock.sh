@@ -13,7 +13,7 @@ zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-$$"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-echo "1..104"
+echo "1..105"
 
 # --- usage errors: exit 64, nothing created ---
 "$zl" --help >"$tmp/help" 2>&1
@@ -467,6 +467,15 @@ ok $? "--acl creator: the lock path and the node it created are every right for 
 st=$?
 [ $st -eq 69 ] && grep -q "not authorized by the ACL of $root/acl/l " "$tmp/acl.err"
 ok $? "without the credentials another zkr-lock cannot queue: exit 69, naming the node that refused: $(head -1 "$tmp/acl.err")"
+# a creator-only semaphore: the refusing node is its admission child
+"$zl" --acl creator --auth app:secret --permits 2 "$root/acl/s" -- sh -c "echo held >'$tmp/acls.held'; sleep 60" &
+sh_=$!; pids+=($sh_)
+wait_for 20 test -s "$tmp/acls.held"
+"$zl" --permits 2 "$root/acl/s" -- true 2>"$tmp/acls.err"
+st=$?
+[ $st -eq 69 ] && grep -q "not authorized by the ACL of $root/acl/s/locks " "$tmp/acls.err"
+ok $? "nor take a lease of a creator-only semaphore: exit 69, naming its admission node: $(head -1 "$tmp/acls.err")"
+kill -TERM $sh_; wait $sh_ 2>/dev/null
 # a creator-only lock leaves the parents it creates above its path open
 "$zl" --acl creator --auth alice:pw "$root/team/alice/job" -- sh -c "echo held >'$tmp/team.held'; sleep 60" &
 th=$!; pids+=($th)

@@ -140,11 +140,21 @@ static const char *layout_found(zkr_session *s, const char *path, char *buf,
 }
 
 const char *why_acquire_failed(zkr_session *s, int rc, const char *path,
-                               const char *sub) {
+                               int semaphore) {
   static char out[2600];
   char buf[1200];
   if (rc == ZKR_ENOAUTH) {
+    /* a semaphore queues its contenders in a child of @path: the one
+     * whose role the library says is admission */
+    char **kids = NULL;
+    size_t nk = 0;
+    const char *sub = NULL;
+    if (semaphore && zkr_session_children(s, path, 5000, &kids, &nk) == ZKR_OK)
+      for (size_t i = 0; i < nk && !sub; i++)
+        if (zkr_role_of(kids[i], ZKR_LAYOUT_SEMAPHORE) == ZKR_ROLE_ADMISSION)
+          sub = kids[i];
     const char *node = refusing_node(s, path, sub, buf, sizeof buf);
+    zkr_children_free(kids, nk);
     if (node) {
       snprintf(out, sizeof out,
                "not authorized by the ACL of %s (it refused a node under it)",

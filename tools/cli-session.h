@@ -32,10 +32,11 @@ int exit_for(int rc);
 const char *why_failed(zkr_session *s, int rc);
 /* why_failed() for an acquisition at @path, told more where the server can
  * say it: for ZKR_ENOAUTH the node whose ACL refused (the deepest existing
- * of @path/@sub, when @sub is not NULL, @path and its ancestors), for
- * ZKR_EFOREIGN the layout found at @path. A static buffer. */
+ * of, for a @semaphore, its admission child (zkr_role_of()), then @path and
+ * its ancestors), for ZKR_EFOREIGN the layout found at @path. A static
+ * buffer. */
 const char *why_acquire_failed(zkr_session *s, int rc, const char *path,
-                               const char *sub);
+                               int semaphore);
 
 /* zkr_session_new() on a thread of its own, while @wait_signal(@ud) is
  * called again and again (it waits a moment, say 50 ms, and returns a

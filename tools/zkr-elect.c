@@ -335,7 +335,7 @@ static int terms(zkr_session *s, const char *path, char **cmd,
   rc = zkr_election_start(e);
   if (rc != ZKR_OK) {
     msg("cannot join the election at %s: %s", path,
-        why_acquire_failed(s, rc, path, NULL));
+        why_acquire_failed(s, rc, path, 0));
     leave(e, s);
     return stats_end("error", exit_for(rc));
   }
@@ -349,7 +349,7 @@ static int terms(zkr_session *s, const char *path, char **cmd,
     }
     if (sig < 0) {
       msg("cannot join the election at %s: %s", path,
-          why_acquire_failed(s, err, path, NULL));
+          why_acquire_failed(s, err, path, 0));
       leave(e, s);
       return stats_end("error", exit_for(err));
     }

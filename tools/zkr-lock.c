@@ -406,7 +406,7 @@ int main(int argc, char **argv) {
     const char *why =
         got_signal || arc == ZKR_ETIMEDOUT || arc == ZKR_EWOULDBLOCK
             ? ""
-            : why_acquire_failed(s, arc, path, lk.permits ? "locks" : NULL);
+            : why_acquire_failed(s, arc, path, lk.permits != 0);
     /* Give up now: a deletion that cannot reach the server (it does not
      * answer) is left to the end of the ZooKeeper session. */
     zkr_session_close_within(s, 0);

@@ -556,6 +556,44 @@ ZKR_EXTERN const char *zkr_role_name(zkr_role role);
 ZKR_EXTERN zkr_layout zkr_layout_of(char *const *children, size_t n);
 
 /**
+ * zkr_role_of - the role of a node named in a layout
+ *
+ * zkr_role_of() tells the role a child named @name plays in a node whose
+ * children show @layout (zkr_layout_of()), by the table the library names
+ * its own nodes with. Under ZKR_LAYOUT_SEMAPHORE, the child that holds the
+ * lease nodes is ZKR_ROLE_LEASE and the one that holds the contenders
+ * queued for admission ZKR_ROLE_ADMISSION. Under ZKR_LAYOUT_ELECTION, a
+ * contender is ZKR_ROLE_LATCH or ZKR_ROLE_SELECTOR by its marker; under
+ * any other layout, ZKR_ROLE_READ, ZKR_ROLE_WRITE, ZKR_ROLE_LEASE or
+ * ZKR_ROLE_LOCK. A name without a sequence number (other than a
+ * semaphore's two children) is ZKR_ROLE_OTHER, as is a NULL @name.
+ *
+ * Returns:
+ * A ZKR_ROLE_* value.
+ *
+ * Thread safety:
+ * zkr_role_of() is thread-safe and may be called from any thread,
+ * including from zkr callbacks.
+ *
+ * Example:
+ *   #include <string.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // The child of a semaphore's path that queues its contenders.
+ *   const char *admission_child(char *const *kids, size_t n) {
+ *     for (size_t i = 0; i < n; i++)
+ *       if (zkr_role_of(kids[i], ZKR_LAYOUT_SEMAPHORE) == ZKR_ROLE_ADMISSION)
+ *         return kids[i];
+ *     return NULL;
+ *   }
+ *
+ * See also: zkr_layout_of(), zkr_role_name()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN zkr_role zkr_role_of(const char *name, zkr_layout layout);
+
+/**
  * zkr_layout_name - the name of a layout
  *
  * zkr_layout_name() returns the name of @layout in lower case: "none",
