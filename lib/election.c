@@ -48,13 +48,10 @@ struct zkr_election {
 
 /* The latch: lowest number leads; a loss queues again at the back; lead
  * only on a node whose owner is our current session. */
-static const zkr__qpolicy latch_policy = {.name = ZKR__MARK_LATCH,
-                                          .label = "latch",
-                                          .on_loss = ZKR__QLOSS_REQUEUE,
-                                          .check_owner = 1};
+static const zkr__qpolicy latch_policy = {
+    .name = ZKR__MARK_LATCH, .label = "latch", .on_loss = ZKR__QLOSS_REQUEUE};
 /* The selector: a mutex whose holder leads; its thread queues again. */
-static const zkr__qpolicy selector_policy = {.name = ZKR__MARK_LOCK,
-                                             .check_owner = 1};
+static const zkr__qpolicy selector_policy = {.name = ZKR__MARK_LOCK};
 /* Listing: every child with a number is a participant, lowest leads. */
 static const zkr__qpolicy any_policy = {.name = ZKR__MARK_LATCH};
 

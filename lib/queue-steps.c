@@ -453,15 +453,13 @@ static void children_watch_cb(zkr_session *s, int type, const char *path,
 /* NEAREST: watch the nearest blocker */
 
 /* Under mu: no blocker of the last listing is left. Held, without a
- * request; but with watch_held, which promises that a deletion of our node
- * by someone else is noticed, list once more to see that it is still
- * there (a listing proves it; a watch event does not), unless the policy's
- * check_owner reads our node before holding anyway (its exists proves it
- * as well, one request fewer per term of the election's latch); and with
- * the policy's verify, to see that no blocker with a lower number appeared
- * after the listing (a downgrade's read node). */
+ * request; with watch_held, after the read of our node that sets its watch
+ * and proves it is still there and ours (hold_now: a watch event does not
+ * prove it, a third party may have deleted it); and with the policy's
+ * verify, after one more listing that shows that no blocker with a lower
+ * number appeared after the last one (a downgrade's read node). */
 static void none_left(zkr__queue *q) {
-  if (q->pol->verify || (q->watch_held && !q->pol->check_owner))
+  if (q->pol->verify)
     zkr__q_relist(q);
   else
     hold_now(q);
@@ -470,9 +468,9 @@ static void none_left(zkr__queue *q) {
 static void held_watch_cb(zkr_session *s, int type, const char *path,
                           void *ctx);
 
-/* check_owner: the exists on our node before holding. With watch_held it
- * sets the held node's watch too (one request for both): kept once held,
- * dropped otherwise. */
+/* watch_held: the exists on our node before holding, which sets the held
+ * node's watch (kept once held, dropped otherwise) and checks that its
+ * ephemeral owner is our current session. */
 static void owner_cb(int rc, const struct Stat *stat, const void *data) {
   struct qctx *c = (struct qctx *)data;
   zkr__queue *q = c->q;
@@ -508,28 +506,26 @@ static int send_owner_exists(zhandle_t *zh, const char *path, struct qctx *c) {
   return zoo_aexists(zh, path, 1, owner_cb, c);
 }
 
-/* Under mu: no blocker is left: hold, or with check_owner first read our
- * node to see that its owner is our current session. */
+/* Under mu: no blocker is left: hold; with watch_held, first read our node
+ * (one exists that sets its watch and checks its owner). Without it the
+ * node is ours by the way it was found: its create's reply came in the
+ * current ZooKeeper session, or an adoption read its owner (adopt_cb). */
 static void hold_now(zkr__queue *q) {
-  if (!q->pol->check_owner) {
+  if (!q->watch_held) {
     zkr__q_finish(q, ZKR_OK);
     return;
   }
   zhandle_t *zh;
-  zkr__q_drop_watch(q, 0); /* (one set by an earlier check, not answered) */
-  q->phase = Q_LISTING;    /* (resume lists again and comes back here) */
+  /* a children watch (a lease) goes from the server too; an exists watch
+   * was set by an earlier check, not answered */
+  zkr__q_drop_watch(q, q->watch_kind == ZKR__WATCH_CHILD);
+  q->phase = Q_LISTING; /* (resume lists again and comes back here) */
   struct qctx *c = zkr__q_begin_request(q, &zh);
   if (!c)
     return;
   c->list_seq = ++q->list_seq; /* a listing still in flight is stale */
-  if (q->watch_held) {
-    zkr__q_watch_request(q, zh, ZKR__WATCH_DATA, zkr__strdup(q->node_path),
-                         held_watch_cb, send_owner_exists, c);
-    return;
-  }
-  int rc = zoo_aexists(zh, q->node_path, 0, owner_cb, c);
-  zkr__session_put_zh(q->s);
-  zkr__q_end_request(q, c, rc);
+  zkr__q_watch_request(q, zh, ZKR__WATCH_DATA, zkr__strdup(q->node_path),
+                       held_watch_cb, send_owner_exists, c);
 }
 
 /* Under mu: the nearest blocker is gone. None left of the last listing:

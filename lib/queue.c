@@ -43,8 +43,9 @@
  *           node).
  *   wake    (NEAREST) the watched blocker went away: the other blockers of
  *           the list may or may not still exist. None: held, without a
- *           request (with watch_held, after one more listing that shows
- *           our node is still there: a third party may have deleted it).
+ *           request (with watch_held, after the exists that sets our
+ *           node's watch and shows it is still there and ours: a third
+ *           party may have deleted it).
  *           One: watch it (one exists, O(1) bytes; gone already: held).
  *           Several: list the children again (one read) and carry on from
  *           the new list. It changed instead: watch it again.
@@ -416,8 +417,8 @@ void zkr__q_finish(zkr__queue *q, int rc) {
   cancel_timer(q);
   q->waiting_conn = 0;
   if (rc == ZKR_OK) {
-    /* a blocker's watch goes; one on our own node (set by the owner
-     * check, check_owner) is already the held node's */
+    /* a blocker's watch goes; one on our own node (set by hold_now's
+     * owner check) is already the held node's */
     if (!(q->watch_held && q->watch_id && q->watch_kind == ZKR__WATCH_DATA &&
           q->watch_path && q->node_path &&
           strcmp(q->watch_path, q->node_path) == 0))

@@ -59,11 +59,6 @@ typedef struct zkr__qpolicy {
    * number, earlier or later (the semaphore's leases: Curator counts all
    * children of leases/); only with ZKR__QWAIT_CHILDREN */
   int count_all;
-  /* before holding, read our node (one exists) and hold only if its
-   * ephemeral owner is our current session; else queue again with a new
-   * node (an election: never lead on a node of an expired session,
-   * Curator's CURATOR-696) */
-  int check_owner;
   /* does a child named @name show that the parent holds another recipe's
    * layout? Then the acquisition ends with ZKR_EFOREIGN (our node
    * deleted) instead of queueing beside it. NULL: no child does. */

@@ -14,8 +14,8 @@
  *                lease nodes number at most LIMIT (count_all, a children
  *                watch), then the admission node is released
  *   -DELECTION   the election's latch (lib/election.c): the mutex order,
- *                the owner check before leading (check_owner), a watch on
- *                the leader's own node (watch_held), a lost leadership
+ *                a watch on the leader's own node (watch_held, whose
+ *                exists before leading checks the owner), a lost leadership
  *                queued again at the back (ZKR__QLOSS_REQUEUE), and a
  *                leader that may resign once (leave, join again)
  * Switches:
@@ -204,7 +204,7 @@ byte cgen[NC];    /* the session its requests go to */
 #define RQ_LIST   2
 #define RQ_EXISTS 3   /* step_watch: exists with a watch */
 #define RQ_ADOPT  4   /* step_adopt: exists without one */
-#define RQ_OWNER  5   /* hold_now (check_owner): exists on our node, b=list_seq */
+#define RQ_OWNER  5   /* hold_now (watch_held): exists on our node, b=list_seq */
 #define RQ_VERIFY 6   /* zkr__q_verify_held: exists on our held node */
 /* room for what a contender sends: its create and listing, and for each
  * expiry not yet taken in by the client another pair (an expiry drains the
@@ -299,14 +299,11 @@ bit writer[NC];   /* the role each contender drew */
 #define VERIFY(q) 0
 #endif
 #ifdef ELECTION
-#define OWNER(q) 1    /* check_owner */
 #define HELDW(q) 1    /* watch_held */
 #elif defined(SEMAPHORE)
-#define OWNER(q) 0
 /* watch_held on the admission queue, once its lease waiter had to wait */
 #define HELDW(q) (QK(q) == 0 && aw[CL(q)])
 #else
-#define OWNER(q) 0
 #define HELDW(q) 0
 #endif
 
@@ -695,11 +692,12 @@ inline relist(q) {
   step_list(q)
 }
 
-/* hold_now(): no blocker is left: hold, or with check_owner first read our
- * node to see that its owner is our current session (owner_cb) */
+/* hold_now(): no blocker is left: hold, or with watch_held first read our
+ * node (the exists that sets its watch) to see that it is there and its
+ * owner is our current session (owner_cb) */
 inline hold_now(q) {
   if
-  :: !OWNER(q) -> finish(q, R_OK)
+  :: !HELDW(q) -> finish(q, R_OK)
   :: else ->
      ph[q] = Q_LISTING;                 /* resume lists and comes back */
      if
@@ -711,12 +709,13 @@ inline hold_now(q) {
   fi
 }
 
-/* none_left(): no blocker of the last listing is left; with watch_held
- * (unless check_owner's exists will prove it) or the policy's verify, list
- * once more (a listing proves our node is there, a watch event does not) */
+/* none_left(): no blocker of the last listing is left; with the policy's
+ * verify, list once more (a blocker with a lower number may have appeared
+ * after the listing); else hold_now (whose exists, with watch_held, proves
+ * our node is there: a watch event does not) */
 inline none_left(q) {
   if
-  :: VERIFY(q) || (HELDW(q) && !OWNER(q)) -> relist(q)
+  :: VERIFY(q) -> relist(q)
   :: else -> hold_now(q)
   fi
 }
@@ -949,7 +948,7 @@ inline on_exists(q) {
   fi
 }
 
-/* owner_cb (check_owner): lead only on a node of our current session */
+/* owner_cb (watch_held): hold only on a node of our current session */
 inline on_owner(q) {
   if
   :: at == att[q] && ph[q] == Q_LISTING && m == lseq[q] ->

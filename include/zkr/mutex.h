@@ -113,13 +113,13 @@ typedef struct zkr_mutex_options {
  *                    two objects on one path are two contenders, even in one
  *                    thread.
  *   watch_node       Non-zero: while it holds, the mutex watches its own node
- *                    (an `exists` watch set after each acquisition succeeds,
- *                    without waiting for its reply); when an operator or a
- *                    tool deletes the node, the state becomes ZKR_LOCK_LOST at
- *                    once and state_fn is told. A waiter whose last
- *                    predecessor goes also lists the children once more
- *                    before it takes the lock, and queues again if its own
- *                    node is gone. It costs one more request per acquisition
+ *                    (an `exists` watch, set with the read of the node that
+ *                    each acquisition makes before it takes the lock: the
+ *                    node must still be there and be this session's, else
+ *                    the mutex queues again with a new node); when an
+ *                    operator or a tool deletes the node, the state becomes
+ *                    ZKR_LOCK_LOST at once and state_fn is told. It costs
+ *                    one more request and round trip per acquisition
  *                    (and per change of the node's data, which does not
  *                    affect the lock). 0, the default: a deletion is noticed
  *                    at the next guarded write (ZKR_ELOCKLOST) or check after
