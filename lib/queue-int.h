@@ -109,7 +109,7 @@ struct zkr__queue {
   int ring_head, ring_len;
 
   /* monitoring (stats.c): this object's figures, under mu */
-  zkr_stats st;
+  zkr__figs st;
   int quiet;       /* none kept (the semaphore keeps its own) */
   int wait_open;   /* an acquisition is being timed */
   int hold_open;   /* a hold is being timed */

@@ -116,6 +116,7 @@ static void q_destroy(zkr__queue *q) {
   free(q->watch_path);
   post_free(q->dpost);
   zkr__event_free(q->sev);
+  zkr__figs_clear(&q->st);
   pthread_cond_destroy(&q->cv);
   pthread_mutex_destroy(&q->mu);
   zkr__session_unref(q->s);

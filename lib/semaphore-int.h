@@ -72,7 +72,7 @@ struct zkr_semaphore {
   int watch_node; /* leases watch their own node while held */
   struct acq *acqs;
   uint64_t next_acq_id;
-  zkr_stats st; /* monitoring (its queues keep none) */
+  zkr__figs st; /* monitoring (its queues keep none) */
   zkr_lease *handed;
   int torn; /* its teardown ran */
   /* the preparation: the layout check (once), the count (followed) */

@@ -65,6 +65,7 @@ static void sem_destroy(zkr__obj *o) {
   free(sem->locks);
   free(sem->leases);
   free(sem->count_path);
+  zkr__figs_clear(&sem->st);
   free(sem);
 }
 

@@ -33,14 +33,49 @@ static int bucket_of(int64_t us) {
   return i;
 }
 
-static void hist_add(zkr_histogram *h, int64_t us) {
+/* Under the owner's lock: one more duration in @o's histogram @which (0:
+ * wait, 1: hold). The buckets come with the second duration of either
+ * kind; until then the one duration of each is its sum. */
+static void hist_add(zkr__figs *o, int which, int64_t us) {
   if (us < 0)
     us = 0;
+  zkr__fhist *h = which ? &o->hold : &o->wait;
+  if (!o->bucket && !o->no_buckets && o->wait.count + o->hold.count >= 1) {
+    o->bucket = calloc(2, sizeof *o->bucket);
+    if (!o->bucket) {
+      o->no_buckets = 1;
+      zkr__log(ZKR_LOG_WARN, "out of memory: a lock object's histograms "
+                             "keep counts, sums and maxima only from now on");
+    } else {
+      if (o->wait.count == 1)
+        o->bucket[0][bucket_of((int64_t)o->wait.sum_us)] = 1;
+      if (o->hold.count == 1)
+        o->bucket[1][bucket_of((int64_t)o->hold.sum_us)] = 1;
+    }
+  }
   h->count++;
   h->sum_us += (uint64_t)us;
   if ((uint64_t)us > h->max_us)
     h->max_us = (uint64_t)us;
-  h->bucket[bucket_of(us)]++;
+  if (o->bucket)
+    o->bucket[which][bucket_of(us)]++;
+}
+
+static void hist_read(const zkr__figs *o, int which, zkr_histogram *out) {
+  const zkr__fhist *h = which ? &o->hold : &o->wait;
+  memset(out, 0, sizeof *out);
+  out->count = h->count;
+  out->sum_us = h->sum_us;
+  out->max_us = h->max_us;
+  if (o->bucket)
+    memcpy(out->bucket, o->bucket[which], sizeof out->bucket);
+  else if (h->count == 1)
+    out->bucket[bucket_of((int64_t)h->sum_us)] = 1;
+}
+
+void zkr__figs_clear(zkr__figs *o) {
+  free(o->bucket);
+  memset(o, 0, sizeof *o);
 }
 
 static void ahist_add(struct zkr__ahist *h, int64_t us) {
@@ -136,19 +171,19 @@ static void hook_post(zkr_session *s, zkr_lock_event_type type,
 
 /* ---- an object's figures (under its owner's lock) ---- */
 
-void zkr__stats_wait_begin(zkr_session *s, zkr_stats *o) {
+void zkr__stats_wait_begin(zkr_session *s, zkr__figs *o) {
   o->waiting++;
   INC(s->agg.waiting);
 }
 
-void zkr__stats_wait_end(zkr_session *s, zkr_stats *o, const char *recipe,
+void zkr__stats_wait_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int rc,
                          int64_t wait_us, int handoff, int holds) {
   if (o->waiting > 0) {
     o->waiting--;
     DEC(s->agg.waiting);
   }
-  hist_add(&o->wait, wait_us);
+  hist_add(o, 0, wait_us);
   ahist_add(&s->agg.wait, wait_us);
   if (rc == ZKR_OK) {
     o->acquired++;
@@ -168,14 +203,14 @@ void zkr__stats_wait_end(zkr_session *s, zkr_stats *o, const char *recipe,
   }
 }
 
-void zkr__stats_hold_end(zkr_session *s, zkr_stats *o, const char *recipe,
+void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int lost,
                          int64_t hold_us) {
   if (o->held > 0) {
     o->held--;
     DEC(s->agg.held);
   }
-  hist_add(&o->hold, hold_us);
+  hist_add(o, 1, hold_us);
   ahist_add(&s->agg.hold, hold_us);
   if (lost) {
     o->failed[ZKR_FAIL_LOST]++;
@@ -191,15 +226,30 @@ void zkr__stats_hold_end(zkr_session *s, zkr_stats *o, const char *recipe,
 /* The first version of zkr_stats ends after losses. */
 #define STATS_V1_SIZE (offsetof(zkr_stats, losses) + sizeof(uint64_t))
 
-int zkr__stats_copy(const zkr_stats *o, int state, zkr_stats *out,
-                    size_t size) {
+/* @t, a complete zkr_stats, to the caller's @out of @size bytes. */
+static int stats_out(zkr_stats *t, int state, zkr_stats *out, size_t size) {
   if (!out || size < STATS_V1_SIZE)
     return ZKR_EINVAL;
-  zkr_stats t = *o;
-  t.state = state;
-  t.size = size < sizeof t ? size : sizeof t;
-  memcpy(out, &t, t.size);
+  t->state = state;
+  t->size = size < sizeof *t ? size : sizeof *t;
+  memcpy(out, t, t->size);
   return ZKR_OK;
+}
+
+int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out,
+                    size_t size) {
+  zkr_stats t;
+  memset(&t, 0, sizeof t);
+  t.acquired = o->acquired;
+  t.released = o->released;
+  for (int i = 0; i < ZKR_FAIL_CAUSES; i++)
+    t.failed[i] = o->failed[i];
+  t.handoffs = o->handoffs;
+  hist_read(o, 0, &t.wait);
+  hist_read(o, 1, &t.hold);
+  t.held = o->held;
+  t.waiting = o->waiting;
+  return stats_out(&t, state, out, size);
 }
 
 int zkr_session_stats(const zkr_session *cs, zkr_stats *out, size_t size) {
@@ -224,7 +274,7 @@ int zkr_session_stats(const zkr_session *cs, zkr_stats *out, size_t size) {
   pthread_mutex_lock(&s->mu);
   zkr_session_state state = s->state;
   pthread_mutex_unlock(&s->mu);
-  return zkr__stats_copy(&t, (int)state, out, size);
+  return stats_out(&t, (int)state, out, size);
 }
 
 /* Under s->mu: a state event of the session. */

@@ -201,19 +201,38 @@ void zkr__session_unwatch(zkr_session *s, const char *path,
 /* ---- monitoring (stats.c) ---- */
 int64_t zkr__now_us(void);
 zkr_fail_cause zkr__fail_cause(int rc);
+/* A duration's count, sum and maximum (its buckets are in zkr__figs). */
+typedef struct zkr__fhist {
+  uint64_t count, sum_us, max_us;
+} zkr__fhist;
+/* An object's figures, as zkr_stats reports them, kept small: a lock
+ * object that has ended at most one wait and one hold needs no buckets
+ * (the bucket of a single duration follows from its sum), so they are
+ * allocated with the second duration of either kind. All zero: none yet.
+ * Under the owner's lock; zkr__figs_clear() frees the buckets. */
+typedef struct zkr__figs {
+  uint64_t acquired, released, handoffs;
+  uint64_t failed[ZKR_FAIL_CAUSES];
+  zkr__fhist wait, hold;
+  uint64_t (*bucket)[ZKR_STATS_BUCKETS]; /* [0] wait's, [1] hold's, or NULL */
+  uint32_t held, waiting;
+  int no_buckets; /* out of memory when they were needed: kept none since */
+} zkr__figs;
+void zkr__figs_clear(zkr__figs *o);
 /* An object's figures, @o, under the owner's own lock; each also adds to
  * the session's figures and tells the session's lock hook. An acquisition
  * that succeeds begins @holds holds (a semaphore's: its leases), each
  * ended by zkr__stats_hold_end(). */
-void zkr__stats_wait_begin(zkr_session *s, zkr_stats *o);
-void zkr__stats_wait_end(zkr_session *s, zkr_stats *o, const char *recipe,
+void zkr__stats_wait_begin(zkr_session *s, zkr__figs *o);
+void zkr__stats_wait_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int rc,
                          int64_t wait_us, int handoff, int holds);
-void zkr__stats_hold_end(zkr_session *s, zkr_stats *o, const char *recipe,
+void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int lost,
                          int64_t hold_us);
 /* Copy @o (under the owner's lock) for a getter. */
-int zkr__stats_copy(const zkr_stats *o, int state, zkr_stats *out, size_t size);
+int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out,
+                    size_t size);
 /* A threshold alarm for one wait or hold: NULL when that threshold is off
  * (or out of memory). Disarm it (which frees it) when the episode ends;
  * it fires at most once. */

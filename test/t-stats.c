@@ -213,6 +213,9 @@ int main(void) {
   ok(s1.acquired == 1 && s1.handoffs == 0 && s1.held == 1 &&
          s1.state == ZKR_LOCK_HELD && s1.wait.count == 1,
      "free lock: 1 acquisition, no hand-off, held");
+  ok(s1.wait.bucket[bucket_for(s1.wait.max_us)] == 1 &&
+         bucket_sum(&s1.wait) == 1 && bucket_sum(&s1.hold) == 0,
+     "its one wait is in its bucket, and nothing else in any bucket");
   ok(wait_cnt(&nev[ZKR_LOCK_EV_ACQUIRED], 1, 5000),
      "the hook is told ACQUIRED");
   pthread_mutex_lock(&mu);
