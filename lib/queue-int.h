@@ -39,52 +39,32 @@ struct post {
 
 struct zkr__queue {
   pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int refs; /* under mu */
+  pthread_cond_t *cv; /* only while a thread sleeps on it (q_sleep) */
   zkr_session *s;
-  char *parent;
+  const zkr__qpolicy *pol;
+  char *parent; /* (parent and data are stored after the object) */
   /* ancestors of parent shorter than this are not the recipe's own: a
    * missing one is created with the open ACL, whatever the session's */
   size_t own_len;
-  const zkr__qpolicy *pol;
   char *data;
-  int datalen;
   zkr__hook *hook;
-  int freed;
-  int cb_running; /* a user callback runs */
 
   /* the current acquisition, and its attempt (a new one after a loss) */
   uint64_t acq;
   uint64_t attempt;
-  int adopting; /* verifying a node found again after a lost reply */
   /* A fixed node: EPHEMERAL, not sequential, named with a given sequence
    * number, held as soon as it exists (a read-write lock's downgrade: the
    * read node takes the held write node's number), and only in the
    * ZooKeeper session @fixed_gen. */
-  int fixed;
-  int32_t fixed_seq;
   uint64_t fixed_gen;
-  qphase phase;
-  int try_once;
-  char prefix[48]; /* "_c_<uuid>-" */
-  char *node;      /* our node's name */
-  char *node_path;
-  int32_t seq;
+  char *node_path; /* our node's path */
+  char *node;      /* its name: the end of node_path */
   int64_t czxid;
-  uint64_t gen;         /* ZooKeeper session of our node */
-  int create_unknown;   /* a create was sent whose outcome is unknown */
-  int list_sent;        /* the listing went out right behind the create */
-  int create_gen_valid; /* create_unknown refers to generation gen */
-  int parent_tries;
-  int parent_err;    /* ZooKeeper error of an ancestor's create */
-  int waiting_conn;  /* paused until the session is connected again */
-  int relist_after;  /* the listing in flight is stale (CHILDREN) */
-  int npreds;        /* blockers at the last listing not yet seen gone */
-  char *pred1;       /* the nearest of them (NULL if npreds == 0) */
-  char *pred2;       /* the second nearest (NULL if npreds < 2) */
-  uint64_t watch_id; /* registry id of our one watch, 0 if none */
-  uint64_t list_seq; /* listings sent; only the last one's reply counts */
-  zkr__watch_kind watch_kind;
+  uint64_t gen;           /* ZooKeeper session of our node */
+  char *pred1;            /* the nearest blocker (NULL if npreds == 0) */
+  char *pred2;            /* the second nearest (NULL if npreds < 2) */
+  uint64_t watch_id;      /* registry id of our one watch, 0 if none */
+  uint64_t list_seq;      /* listings sent; only the last one's reply counts */
   struct qctx *watch_ctx; /* its callback context, while registered */
   char *watch_path;
   int64_t deadline;
@@ -92,31 +72,60 @@ struct zkr__queue {
   struct qctx *timer_ctx;
   struct post *dpost;  /* the result's way to the user, from start */
   struct post *orphan; /* a result to deliver after unlocking */
-  int result;
-  int finished;
 
   /* once held */
-  int watch_held;             /* watch our own node while held (opt-in) */
   zkr__queue_done_fn wait_fn; /* told when an acquisition first waits */
   void *wait_ud;
-  zkr__qstate lstate;
   zkr__queue_state_fn state_fn;
   void *state_ud;
-  zkr__event *sev;  /* the state deliverer's event node */
-  int sev_queued;   /* sev is queued on the event thread */
-  int state_orphan; /* deliver states after unlocking */
-  zkr__qstate ring[STATE_RING];
-  int ring_head, ring_len;
+  zkr__event *sev; /* the state deliverer's event node */
 
   /* monitoring (stats.c): this object's figures, under mu */
   zkr__figs st;
-  int quiet;       /* none kept (the semaphore keeps its own) */
-  int wait_open;   /* an acquisition is being timed */
-  int hold_open;   /* a hold is being timed */
-  int waited;      /* this acquisition waited for a blocker */
   int64_t wait_t0; /* us */
   int64_t hold_t0; /* us */
   zkr__alarm *wait_alarm, *hold_alarm;
+
+  int refs;     /* under mu */
+  int sleepers; /* threads in q_sleep() */
+  int datalen;
+  int32_t fixed_seq;
+  int32_t seq;
+  int parent_tries;
+  int parent_err; /* ZooKeeper error of an ancestor's create */
+  int npreds;     /* blockers at the last listing not yet seen gone */
+  int result;
+  qphase phase;
+  zkr__watch_kind watch_kind;
+  zkr__qstate lstate;
+  unsigned char uuid[16];         /* of our nodes' prefix (zkr__q_prefix) */
+  unsigned char ring[STATE_RING]; /* zkr__qstate values */
+  unsigned char ring_head, ring_len;
+  /* flags (0 or 1) */
+  unsigned char freed;
+  unsigned char cb_running; /* a user callback runs */
+  unsigned char adopting;   /* verifying a node found again after a
+                               lost reply */
+  unsigned char fixed;      /* see fixed_gen */
+  unsigned char try_once;
+  unsigned char create_unknown;   /* a create was sent whose outcome is
+                                     unknown */
+  unsigned char list_sent;        /* the listing went out right behind the
+                                     create */
+  unsigned char create_gen_valid; /* create_unknown refers to generation
+                                     gen */
+  unsigned char waiting_conn;     /* paused until the session is connected
+                                     again */
+  unsigned char relist_after; /* the listing in flight is stale (CHILDREN) */
+  unsigned char finished;
+  unsigned char watch_held;   /* watch our own node while held (opt-in) */
+  unsigned char sev_queued;   /* sev is queued on the event thread */
+  unsigned char state_orphan; /* deliver states after unlocking */
+  unsigned char quiet;        /* no figures kept (the semaphore keeps its
+                                 own) */
+  unsigned char wait_open;    /* an acquisition is being timed */
+  unsigned char hold_open;    /* a hold is being timed */
+  unsigned char waited;       /* this acquisition waited for a blocker */
 };
 
 /* Context of one asynchronous request. */
@@ -151,7 +160,12 @@ int zkr__q_callback_enter(struct qctx *c, qphase phase);
 void zkr__q_callback_exit(struct qctx *c);
 
 /* ---- the node, the watch, the state (queue.c) ---- */
-void zkr__q_make_prefix(char *out, size_t len);
+/* A new random UUID for the prefix of our nodes: each attempt has its
+ * own, so a node of an abandoned attempt is never taken for ours. */
+void zkr__q_new_uuid(zkr__queue *q);
+/* Our nodes' prefix, "_c_<uuid>-" (Curator's protected names). */
+#define ZKR__QPREFIX_LEN 48
+void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]);
 void zkr__q_clear_preds(zkr__queue *q);
 /* Under mu: a new attempt (or none): late callbacks of the old one are
  * ignored, so nothing they would have cleared may stay set. */

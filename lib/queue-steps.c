@@ -163,18 +163,20 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
 }
 
 void zkr__q_step_create(zkr__queue *q) {
+  char prefix[ZKR__QPREFIX_LEN];
+  zkr__q_prefix(q, prefix);
   size_t len =
-      strlen(q->parent) + 1 + strlen(q->prefix) + strlen(q->pol->name) + 12;
+      strlen(q->parent) + 1 + strlen(prefix) + strlen(q->pol->name) + 12;
   char *path = malloc(len);
   if (!path) {
     zkr__q_finish(q, ZKR_ENOMEM);
     return;
   }
   if (q->fixed)
-    snprintf(path, len, "%s/%s%s%010d", q->parent, q->prefix, q->pol->name,
+    snprintf(path, len, "%s/%s%s%010d", q->parent, prefix, q->pol->name,
              q->fixed_seq);
   else
-    snprintf(path, len, "%s/%s%s", q->parent, q->prefix, q->pol->name);
+    snprintf(path, len, "%s/%s%s", q->parent, prefix, q->pol->name);
   zhandle_t *zh;
   struct qctx *c = zkr__q_begin_request(q, &zh);
   if (c) {
@@ -255,9 +257,11 @@ static void step_adopt(zkr__queue *q) {
 static void find_lost_create(zkr__queue *q, const struct String_vector *names) {
   q->create_unknown = 0;
   const char *found = NULL;
-  size_t plen = strlen(q->prefix);
+  char prefix[ZKR__QPREFIX_LEN];
+  zkr__q_prefix(q, prefix);
+  size_t plen = strlen(prefix);
   for (int i = 0; names && i < names->count; i++)
-    if (strncmp(names->data[i], q->prefix, plen) == 0)
+    if (strncmp(names->data[i], prefix, plen) == 0)
       found = names->data[i];
   if (!found) {
     q->phase = Q_CREATING;
@@ -653,7 +657,7 @@ void zkr__q_restart(zkr__queue *q) {
   q->parent_tries = 0;
   q->phase = Q_CREATING;
   zkr__q_next_attempt(q);
-  zkr__q_make_prefix(q->prefix, sizeof q->prefix);
+  zkr__q_new_uuid(q);
   if (zkr_session_state_get(q->s) == ZKR_STATE_CONNECTED)
     zkr__q_step_create(q);
   else

@@ -80,6 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "queue-int.h"
@@ -107,9 +108,6 @@ static struct post *post_new(zkr__queue *q) {
 }
 
 static void q_destroy(zkr__queue *q) {
-  free(q->parent);
-  free(q->data);
-  free(q->node);
   free(q->node_path);
   free(q->pred1);
   free(q->pred2);
@@ -117,7 +115,10 @@ static void q_destroy(zkr__queue *q) {
   post_free(q->dpost);
   zkr__event_free(q->sev);
   zkr__figs_clear(&q->st);
-  pthread_cond_destroy(&q->cv);
+  if (q->cv) {
+    pthread_cond_destroy(q->cv);
+    free(q->cv);
+  }
   pthread_mutex_destroy(&q->mu);
   zkr__session_unref(q->s);
   free(q);
@@ -212,21 +213,25 @@ void zkr__q_callback_exit(struct qctx *c) {
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
-void zkr__q_make_prefix(char *out, size_t len) {
-  unsigned char r[16];
-  ssize_t got = getrandom(r, sizeof r, 0);
-  if (got != (ssize_t)sizeof r) {
+void zkr__q_new_uuid(zkr__queue *q) {
+  unsigned char *r = q->uuid;
+  ssize_t got = getrandom(r, sizeof q->uuid, 0);
+  if (got != (ssize_t)sizeof q->uuid) {
     /* no entropy source: time, pid and address still make a unique id
      * within one ensemble's lifetime for practical purposes */
     int64_t t = zkr__now_ms();
-    uintptr_t a = (uintptr_t)out;
-    for (size_t i = 0; i < sizeof r; i++)
+    uintptr_t a = (uintptr_t)q;
+    for (size_t i = 0; i < sizeof q->uuid; i++)
       r[i] = (unsigned char)((t >> (i * 3)) ^ ((uint64_t)getpid() >> i) ^
                              (a >> (i % 8)));
   }
   r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* UUID version 4 */
   r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-  snprintf(out, len,
+}
+
+void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]) {
+  const unsigned char *r = q->uuid;
+  snprintf(out, ZKR__QPREFIX_LEN,
            "_c_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
            "%02x-",
            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
@@ -241,7 +246,6 @@ void zkr__q_clear_preds(zkr__queue *q) {
 }
 
 void zkr__q_clear_node(zkr__queue *q) {
-  free(q->node);
   free(q->node_path);
   q->node = NULL;
   q->node_path = NULL;
@@ -252,10 +256,10 @@ void zkr__q_clear_node(zkr__queue *q) {
 int zkr__q_set_node(zkr__queue *q, const char *name) {
   zkr__q_clear_node(q);
   zkr__alarm_set_node(q->wait_alarm, name);
-  q->node = zkr__strdup(name);
   q->node_path = zkr__path_join(q->parent, name);
-  if (!q->node || !q->node_path)
+  if (!q->node_path)
     return ZKR_ENOMEM;
+  q->node = strrchr(q->node_path, '/') + 1;
   return zkr__seq_parse(q->node, &q->seq) ? ZKR_OK : ZKR_EZK;
 }
 
@@ -296,6 +300,39 @@ static void cancel_timer(zkr__queue *q) {
 /* ------------------------------------------------------------------ */
 /* the user's callbacks */
 
+/* Under mu: the condition variable that zkr__queue_wait() and
+ * zkr__queue_free() sleep on exists only while someone sleeps (most
+ * objects never have a thread waiting for them). */
+static void q_wake(zkr__queue *q) {
+  if (q->cv)
+    pthread_cond_broadcast(q->cv);
+}
+
+/* Under mu: sleep until q_wake() (or a while, out of memory). */
+static void q_sleep(zkr__queue *q) {
+  if (!q->cv && (q->cv = malloc(sizeof *q->cv)) != NULL)
+    zkr__cond_init(q->cv);
+  if (!q->cv) {
+    pthread_mutex_unlock(&q->mu);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&q->mu);
+    return;
+  }
+  q->sleepers++;
+  pthread_cond_wait(q->cv, &q->mu);
+  q->sleepers--;
+}
+
+/* Under mu: done sleeping; the last sleeper frees the variable. */
+static void q_slept(zkr__queue *q) {
+  if (q->cv && q->sleepers == 0) {
+    pthread_cond_destroy(q->cv);
+    free(q->cv);
+    q->cv = NULL;
+  }
+}
+
 /* Run a user callback unless the object was freed; zkr__queue_free()
  * waits for one in progress. */
 static int cb_enter(zkr__queue *q) {
@@ -310,7 +347,7 @@ static int cb_enter(zkr__queue *q) {
 static void cb_leave(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   q->cb_running = 0;
-  pthread_cond_broadcast(&q->cv);
+  q_wake(q);
   pthread_mutex_unlock(&q->mu);
 }
 
@@ -340,7 +377,7 @@ static void deliver_states(void *arg) {
   zkr__queue *q = arg;
   pthread_mutex_lock(&q->mu);
   while (q->ring_len > 0) {
-    zkr__qstate st = q->ring[q->ring_head];
+    zkr__qstate st = (zkr__qstate)q->ring[q->ring_head];
     q->ring_head = (q->ring_head + 1) % STATE_RING;
     q->ring_len--;
     zkr__queue_state_fn fn = q->state_fn;
@@ -352,7 +389,7 @@ static void deliver_states(void *arg) {
     fn(q, st, ud);
     pthread_mutex_lock(&q->mu);
     q->cb_running = 0;
-    pthread_cond_broadcast(&q->cv);
+    q_wake(q);
   }
   q->sev_queued = 0;
   pthread_mutex_unlock(&q->mu);
@@ -367,7 +404,7 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
   q->lstate = st;
   if (st == ZKR__Q_LOST)
     zkr__q_hold_end(q, 1);
-  pthread_cond_broadcast(&q->cv);
+  q_wake(q);
   if (!q->state_fn || q->freed ||
       !(st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT || st == ZKR__Q_LOST))
     return;
@@ -387,7 +424,7 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
              "merged",
              q->parent, STATE_RING);
   }
-  q->ring[(q->ring_head + q->ring_len) % STATE_RING] = st;
+  q->ring[(q->ring_head + q->ring_len) % STATE_RING] = (unsigned char)st;
   q->ring_len++;
   if (q->sev_queued)
     return;
@@ -405,8 +442,11 @@ static void abandon(zkr__queue *q) {
   zkr__q_drop_watch(q, 1);
   if (q->node_path)
     zkr__session_bg_delete(q->s, q->node_path, q->gen);
-  else if (q->create_unknown && q->create_gen_valid)
-    zkr__session_bg_cleanup(q->s, q->parent, q->prefix, q->gen);
+  else if (q->create_unknown && q->create_gen_valid) {
+    char prefix[ZKR__QPREFIX_LEN];
+    zkr__q_prefix(q, prefix);
+    zkr__session_bg_cleanup(q->s, q->parent, prefix, q->gen);
+  }
   zkr__q_clear_node(q);
   zkr__q_clear_preds(q);
   q->create_unknown = 0;
@@ -436,7 +476,7 @@ void zkr__q_finish(zkr__queue *q, int rc) {
   }
   q->result = rc;
   q->finished = 1;
-  pthread_cond_broadcast(&q->cv);
+  q_wake(q);
   struct post *p = q->dpost;
   if (p && p->fn) {
     q->dpost = NULL;
@@ -617,29 +657,27 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
       (pol->wait == ZKR__QWAIT_NEAREST &&
        (pol->holds != NULL || pol->count_all)))
     return ZKR_EINVAL; /* a nearest-blocker wait needs the default rule */
-  zkr__queue *q = calloc(1, sizeof *q);
+  /* one allocation: the object, its parent's path and its data */
+  size_t plen = strlen(parent), dlen = datalen > 0 ? (size_t)datalen : 0;
+  zkr__queue *q = calloc(1, sizeof *q + plen + 1 + dlen);
   if (!q)
     return ZKR_ENOMEM;
-  q->parent = zkr__strdup(parent);
-  q->data = malloc(datalen > 0 ? (size_t)datalen : 1);
+  q->parent = memcpy((char *)(q + 1), parent, plen + 1);
+  q->data = q->parent + plen + 1;
+  if (dlen > 0)
+    memcpy(q->data, data, dlen);
   q->sev = zkr__event_new();
-  if (!q->parent || !q->data || !q->sev) {
-    free(q->parent);
-    free(q->data);
-    zkr__event_free(q->sev);
+  if (!q->sev) {
     free(q);
     return ZKR_ENOMEM;
   }
-  if (datalen > 0)
-    memcpy(q->data, data, (size_t)datalen);
   q->datalen = datalen;
-  q->own_len = strlen(q->parent);
+  q->own_len = plen;
   zkr__q_apply_opts(q, opts);
   q->pol = pol;
   q->s = s;
   q->refs = 1;
   pthread_mutex_init(&q->mu, NULL);
-  zkr__cond_init(&q->cv);
   zkr__session_ref(s);
   int rc = zkr__session_hook_add(s, state_hook, q, &q->hook);
   if (rc != ZKR_OK) {
@@ -673,7 +711,8 @@ void zkr__queue_free(zkr__queue *q) {
   zkr__q_next_attempt(q);
   /* Wait for a user callback in progress, unless we are inside it. */
   while (q->cb_running && !zkr__tls_in_callback)
-    pthread_cond_wait(&q->cv, &q->mu);
+    q_sleep(q);
+  q_slept(q);
   q_unlock(q);
   q_unref(q);
 }
@@ -743,7 +782,7 @@ static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   q->fixed_gen = fixed_gen;
   q->waited = 0;
   zkr__q_wait_begin(q);
-  zkr__q_make_prefix(q->prefix, sizeof q->prefix);
+  zkr__q_new_uuid(q);
   if (fixed && zkr__session_generation(q->s, NULL) != fixed_gen)
     zkr__q_finish(q,
                   ZKR_ELOCKLOST); /* the write node's session is gone already */
@@ -768,7 +807,8 @@ int zkr__queue_join_at(zkr__queue *q, int32_t seq, uint64_t gen,
 int zkr__queue_wait(zkr__queue *q) {
   pthread_mutex_lock(&q->mu);
   while (!q->finished)
-    pthread_cond_wait(&q->cv, &q->mu);
+    q_sleep(q);
+  q_slept(q);
   int rc = q->result;
   pthread_mutex_unlock(&q->mu);
   return rc;

@@ -231,8 +231,7 @@ void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int lost,
                          int64_t hold_us);
 /* Copy @o (under the owner's lock) for a getter. */
-int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out,
-                    size_t size);
+int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out, size_t size);
 /* A threshold alarm for one wait or hold: NULL when that threshold is off
  * (or out of memory). Disarm it (which frees it) when the episode ends;
  * it fires at most once. */
