@@ -98,12 +98,18 @@ static void start_done(zkr__queue *q, int rc, void *ud) {
 
 /* ---- the object ---- */
 
+/* The hold of one term, in e->terms. */
+struct term {
+  zkr_hold h;
+  zkr__list link;
+};
+
 static void election_destroy(zkr__obj *o) {
   zkr_election *e = (zkr_election *)o;
   zkr__list *n, *tmp;
   zkr__list_for_each_safe(n, tmp, &e->terms) {
     zkr__list_remove(n);
-    free(zkr__list_entry(n, zkr_hold, link));
+    free(zkr__list_entry(n, struct term, link));
   }
   free(e->path);
   free(e);
@@ -351,17 +357,17 @@ zkr_hold *zkr_election_hold(zkr_election *e) {
     return NULL;
   zkr__obj_lock(&e->obj);
   zkr__list *first = zkr__list_first(&e->terms);
-  zkr_hold *h = first ? zkr__list_entry(first, zkr_hold, link) : NULL;
-  if (!h || atomic_load(&h->czxid) != atomic_load(&now.czxid)) {
-    h = calloc(1, sizeof *h);
-    if (h) {
-      h->q = e->q;
-      atomic_store(&h->czxid, atomic_load(&now.czxid));
-      zkr__list_push_front(&e->terms, &h->link);
+  struct term *t = first ? zkr__list_entry(first, struct term, link) : NULL;
+  if (!t || atomic_load(&t->h.czxid) != atomic_load(&now.czxid)) {
+    t = calloc(1, sizeof *t);
+    if (t) {
+      t->h.q = e->q;
+      atomic_store(&t->h.czxid, atomic_load(&now.czxid));
+      zkr__list_push_front(&e->terms, &t->link);
     }
   }
   zkr__obj_unlock(&e->obj);
-  return h;
+  return t ? &t->h : NULL;
 }
 
 /* ---- for anyone ---- */

@@ -26,6 +26,10 @@ zkr__event *zkr__event_new(void) {
   return e;
 }
 
+void zkr__event_init(zkr__event *e) {
+  *e = (zkr__event){.owned = 1};
+}
+
 void zkr__event_free(zkr__event *e) {
   free(e);
 }

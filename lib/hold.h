@@ -19,7 +19,6 @@
 struct zkr_hold {
   zkr__queue *q;
   _Atomic int64_t czxid; /* the term's node; 0: released (or not yet held) */
-  zkr__list link;        /* in its recipe's list of terms (an election's) */
 };
 
 /* Point @h (whose q, @q, its owner set when it made it) at the term @q

@@ -71,7 +71,7 @@ void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o) {
   size_t n = o->own_root ? strlen(o->own_root) : 0;
   if (o->own_root && strncmp(q->parent, o->own_root, n) == 0 &&
       (q->parent[n] == '\0' || q->parent[n] == '/'))
-    q->own_len = n;
+    q->own_len = (uint32_t)n;
 }
 
 zkr_session *zkr__queue_session(zkr__queue *q) {

@@ -43,9 +43,6 @@ struct zkr__queue {
   zkr_session *s;
   const zkr__qpolicy *pol;
   char *parent; /* (parent and data are stored after the object) */
-  /* ancestors of parent shorter than this are not the recipe's own: a
-   * missing one is created with the open ACL, whatever the session's */
-  size_t own_len;
   char *data;
   zkr__hook *hook;
 
@@ -78,16 +75,19 @@ struct zkr__queue {
   void *wait_ud;
   zkr__queue_state_fn state_fn;
   void *state_ud;
-  zkr__event *sev; /* the state deliverer's event node */
+  zkr__event sev; /* the state deliverer's event node */
 
   /* monitoring (stats.c): this object's figures, under mu */
   zkr__figs st;
-  int64_t wait_t0; /* us */
-  int64_t hold_t0; /* us */
-  zkr__alarm *wait_alarm, *hold_alarm;
+  int64_t wait_t0;   /* us */
+  int64_t hold_t0;   /* us */
+  zkr__alarm *alarm; /* of the wait (wait_open) or of the hold (hold_open) */
 
   int refs;     /* under mu */
   int sleepers; /* threads in q_sleep() */
+  /* ancestors of parent shorter than this are not the recipe's own: a
+   * missing one is created with the open ACL, whatever the session's */
+  uint32_t own_len;
   int datalen;
   int32_t fixed_seq;
   int32_t seq;

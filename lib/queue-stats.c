@@ -20,29 +20,29 @@ static const char *recipe_of(const zkr__queue *q) {
 void zkr__q_wait_begin(zkr__queue *q) {
   if (q->quiet)
     return;
-  if (q->wait_open) /* (an acquisition never started twice; be safe) */
-    zkr__alarm_disarm(q->wait_alarm);
+  if (q->wait_open || q->hold_open) /* (never: a hold ends first; be safe) */
+    zkr__alarm_disarm(q->alarm);
   q->wait_open = 1;
   q->wait_t0 = zkr__now_us();
   zkr__stats_wait_begin(q->s, &q->st);
-  q->wait_alarm = zkr__alarm_arm(q->s, ZKR_ALERT_WAIT, recipe_of(q), q->parent,
-                                 q->node, zkr__zk_first_contender);
+  q->alarm = zkr__alarm_arm(q->s, ZKR_ALERT_WAIT, recipe_of(q), q->parent,
+                            q->node, zkr__zk_first_contender);
 }
 
 void zkr__q_wait_end(zkr__queue *q, int rc) {
   if (!q->wait_open)
     return;
   q->wait_open = 0;
-  zkr__alarm_disarm(q->wait_alarm);
-  q->wait_alarm = NULL;
+  zkr__alarm_disarm(q->alarm);
+  q->alarm = NULL;
   int64_t now = zkr__now_us();
   zkr__stats_wait_end(q->s, &q->st, recipe_of(q), q->parent, q->node, rc,
                       now - q->wait_t0, q->waited, 1);
   if (rc == ZKR_OK) {
     q->hold_open = 1;
     q->hold_t0 = now;
-    q->hold_alarm = zkr__alarm_arm(q->s, ZKR_ALERT_HOLD, recipe_of(q),
-                                   q->parent, q->node, NULL);
+    q->alarm = zkr__alarm_arm(q->s, ZKR_ALERT_HOLD, recipe_of(q), q->parent,
+                              q->node, NULL);
   }
 }
 
@@ -50,8 +50,8 @@ void zkr__q_hold_end(zkr__queue *q, int lost) {
   if (!q->hold_open)
     return;
   q->hold_open = 0;
-  zkr__alarm_disarm(q->hold_alarm);
-  q->hold_alarm = NULL;
+  zkr__alarm_disarm(q->alarm);
+  q->alarm = NULL;
   zkr__stats_hold_end(q->s, &q->st, recipe_of(q), q->parent, q->node, lost,
                       zkr__now_us() - q->hold_t0);
 }

@@ -113,7 +113,6 @@ static void q_destroy(zkr__queue *q) {
   free(q->pred2);
   free(q->watch_path);
   post_free(q->dpost);
-  zkr__event_free(q->sev);
   zkr__figs_clear(&q->st);
   if (q->cv) {
     pthread_cond_destroy(q->cv);
@@ -255,7 +254,8 @@ void zkr__q_clear_node(zkr__queue *q) {
 /* Under mu: take @name (a child of the parent) as our node. */
 int zkr__q_set_node(zkr__queue *q, const char *name) {
   zkr__q_clear_node(q);
-  zkr__alarm_set_node(q->wait_alarm, name);
+  if (q->wait_open)
+    zkr__alarm_set_node(q->alarm, name);
   q->node_path = zkr__path_join(q->parent, name);
   if (!q->node_path)
     return ZKR_ENOMEM;
@@ -430,7 +430,7 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
     return;
   q->sev_queued = 1;
   q_ref_locked(q);
-  if (zkr__session_post_event(q->s, q->sev, deliver_states, q) != ZKR_OK)
+  if (zkr__session_post_event(q->s, &q->sev, deliver_states, q) != ZKR_OK)
     q->state_orphan = 1; /* the session is closed: by q_unlock() */
 }
 
@@ -666,13 +666,9 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
   q->data = q->parent + plen + 1;
   if (dlen > 0)
     memcpy(q->data, data, dlen);
-  q->sev = zkr__event_new();
-  if (!q->sev) {
-    free(q);
-    return ZKR_ENOMEM;
-  }
+  zkr__event_init(&q->sev);
   q->datalen = datalen;
-  q->own_len = plen;
+  q->own_len = (uint32_t)plen;
   zkr__q_apply_opts(q, opts);
   q->pol = pol;
   q->s = s;

@@ -86,17 +86,6 @@ struct watch {
   zkr__list link; /* in s->watches, newest first */
 };
 
-struct event {
-  uint64_t seq;
-  int is_closure;
-  zkr_session_event ev;
-  int64_t sid;
-  void (*fn)(void *);
-  void *arg;
-  int owned;      /* the poster's node (zkr__event_new): never freed here */
-  zkr__list link; /* in s->evq while queued */
-};
-
 struct timer {
   uint64_t id;
   int64_t at;

@@ -33,48 +33,62 @@ static int bucket_of(int64_t us) {
   return i;
 }
 
-/* Under the owner's lock: one more duration in @o's histogram @which (0:
- * wait, 1: hold). The buckets come with the second duration of either
- * kind; until then the one duration of each is its sum. */
-static void hist_add(zkr__figs *o, int which, int64_t us) {
-  if (us < 0)
-    us = 0;
-  zkr__fhist *h = which ? &o->hold : &o->wait;
-  if (!o->bucket && !o->no_buckets && o->wait.count + o->hold.count >= 1) {
-    o->bucket = calloc(2, sizeof *o->bucket);
-    if (!o->bucket) {
-      o->no_buckets = 1;
-      zkr__log(ZKR_LOG_WARN, "out of memory: a lock object's histograms "
-                             "keep counts, sums and maxima only from now on");
-    } else {
-      if (o->wait.count == 1)
-        o->bucket[0][bucket_of((int64_t)o->wait.sum_us)] = 1;
-      if (o->hold.count == 1)
-        o->bucket[1][bucket_of((int64_t)o->hold.sum_us)] = 1;
-    }
+/* Under the owner's lock: @o's second part, made when first needed, with
+ * the bucket of the one wait before it (NULL out of memory). */
+static zkr__figs_more *more_of(zkr__figs *o) {
+  if (o->more || o->no_more)
+    return o->more;
+  o->more = calloc(1, sizeof *o->more);
+  if (!o->more) {
+    o->no_more = 1;
+    zkr__log(ZKR_LOG_WARN, "out of memory: a lock object's figures keep "
+                           "acquisitions and waits only from now on");
+    return NULL;
   }
+  if (o->wait.count == 1)
+    o->more->bucket[0][bucket_of((int64_t)o->wait.sum_us)] = 1;
+  return o->more;
+}
+
+static void fhist_add(zkr__fhist *h, uint64_t *bucket, int64_t us) {
   h->count++;
   h->sum_us += (uint64_t)us;
   if ((uint64_t)us > h->max_us)
     h->max_us = (uint64_t)us;
-  if (o->bucket)
-    o->bucket[which][bucket_of(us)]++;
+  if (bucket)
+    bucket[bucket_of(us)]++;
+}
+
+/* Under the owner's lock: one more wait (@which 0) or hold (1). */
+static void hist_add(zkr__figs *o, int which, int64_t us) {
+  if (us < 0)
+    us = 0;
+  zkr__figs_more *m = which || o->wait.count > 0 ? more_of(o) : o->more;
+  if (which) {
+    if (m)
+      fhist_add(&m->hold, m->bucket[1], us);
+  } else {
+    fhist_add(&o->wait, m ? m->bucket[0] : NULL, us);
+  }
 }
 
 static void hist_read(const zkr__figs *o, int which, zkr_histogram *out) {
-  const zkr__fhist *h = which ? &o->hold : &o->wait;
+  const zkr__figs_more *m = o->more;
+  const zkr__fhist *h = which ? (m ? &m->hold : NULL) : &o->wait;
   memset(out, 0, sizeof *out);
+  if (!h)
+    return;
   out->count = h->count;
   out->sum_us = h->sum_us;
   out->max_us = h->max_us;
-  if (o->bucket)
-    memcpy(out->bucket, o->bucket[which], sizeof out->bucket);
+  if (m)
+    memcpy(out->bucket, m->bucket[which], sizeof out->bucket);
   else if (h->count == 1)
     out->bucket[bucket_of((int64_t)h->sum_us)] = 1;
 }
 
 void zkr__figs_clear(zkr__figs *o) {
-  free(o->bucket);
+  free(o->more);
   memset(o, 0, sizeof *o);
 }
 
@@ -197,7 +211,9 @@ void zkr__stats_wait_end(zkr_session *s, zkr__figs *o, const char *recipe,
     hook_post(s, ZKR_LOCK_EV_ACQUIRED, recipe, path, node, ZKR_OK, wait_us, 0);
   } else {
     zkr_fail_cause c = zkr__fail_cause(rc);
-    o->failed[c]++;
+    zkr__figs_more *m = more_of(o);
+    if (m)
+      m->failed[c]++;
     INC(s->agg.failed[c]);
     hook_post(s, ZKR_LOCK_EV_FAILED, recipe, path, node, rc, wait_us, 0);
   }
@@ -212,11 +228,14 @@ void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
   }
   hist_add(o, 1, hold_us);
   ahist_add(&s->agg.hold, hold_us);
+  zkr__figs_more *m = more_of(o);
   if (lost) {
-    o->failed[ZKR_FAIL_LOST]++;
+    if (m)
+      m->failed[ZKR_FAIL_LOST]++;
     INC(s->agg.failed[ZKR_FAIL_LOST]);
   } else {
-    o->released++;
+    if (m)
+      m->released++;
     INC(s->agg.released);
   }
   hook_post(s, lost ? ZKR_LOCK_EV_LOST : ZKR_LOCK_EV_RELEASED, recipe, path,
@@ -241,9 +260,11 @@ int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out,
   zkr_stats t;
   memset(&t, 0, sizeof t);
   t.acquired = o->acquired;
-  t.released = o->released;
-  for (int i = 0; i < ZKR_FAIL_CAUSES; i++)
-    t.failed[i] = o->failed[i];
+  if (o->more) {
+    t.released = o->more->released;
+    for (int i = 0; i < ZKR_FAIL_CAUSES; i++)
+      t.failed[i] = o->more->failed[i];
+  }
   t.handoffs = o->handoffs;
   hist_read(o, 0, &t.wait);
   hist_read(o, 1, &t.hold);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <zookeeper.h>
 
+#include "list.h"
 #include "zkr/zkr.h"
 
 /* ---- time (time.c) ---- */
@@ -127,8 +128,21 @@ int zkr__session_post(zkr_session *s, void (*fn)(void *), void *arg);
  * and the poster frees it (zkr__event_free) once it is not queued. Fails
  * only once the event thread has stopped (ZKR_ECLOSED). */
 typedef struct event zkr__event;
+struct event {
+  uint64_t seq;
+  int64_t sid;
+  void (*fn)(void *);
+  void *arg;
+  zkr__list link; /* in s->evq while queued */
+  int is_closure;
+  zkr_session_event ev;
+  int owned; /* the poster's node: never freed by the event queue */
+};
 zkr__event *zkr__event_new(void);
 void zkr__event_free(zkr__event *e);
+/* A poster's node inside the poster's own object (zkr__event_free() is
+ * then not for it). */
+void zkr__event_init(zkr__event *e);
 int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
                             void *arg);
 
@@ -201,22 +215,29 @@ void zkr__session_unwatch(zkr_session *s, const char *path,
 /* ---- monitoring (stats.c) ---- */
 int64_t zkr__now_us(void);
 zkr_fail_cause zkr__fail_cause(int rc);
-/* A duration's count, sum and maximum (its buckets are in zkr__figs). */
+/* A duration's count, sum and maximum (its buckets are elsewhere). */
 typedef struct zkr__fhist {
   uint64_t count, sum_us, max_us;
 } zkr__fhist;
-/* An object's figures, as zkr_stats reports them, kept small: a lock
- * object that has ended at most one wait and one hold needs no buckets
- * (the bucket of a single duration follows from its sum), so they are
- * allocated with the second duration of either kind. All zero: none yet.
- * Under the owner's lock; zkr__figs_clear() frees the buckets. */
-typedef struct zkr__figs {
-  uint64_t acquired, released, handoffs;
+/* The part of an object's figures that most objects holding one lock
+ * never need: it comes with the first release, loss or failure, or the
+ * second wait. */
+typedef struct zkr__figs_more {
+  uint64_t released;
   uint64_t failed[ZKR_FAIL_CAUSES];
-  zkr__fhist wait, hold;
-  uint64_t (*bucket)[ZKR_STATS_BUCKETS]; /* [0] wait's, [1] hold's, or NULL */
+  zkr__fhist hold;
+  uint64_t bucket[2][ZKR_STATS_BUCKETS]; /* [0] the waits', [1] the holds' */
+} zkr__figs_more;
+/* An object's figures, as zkr_stats reports them, kept small: an object
+ * that has acquired once and holds (or waits) needs 64 bytes, the bucket
+ * of its one wait following from the wait's sum. All zero: none yet.
+ * Under the owner's lock; zkr__figs_clear() frees the rest. */
+typedef struct zkr__figs {
+  uint64_t acquired, handoffs;
+  zkr__fhist wait;
+  zkr__figs_more *more; /* NULL until needed */
   uint32_t held, waiting;
-  int no_buckets; /* out of memory when they were needed: kept none since */
+  int no_more; /* out of memory when it was needed: kept without it since */
 } zkr__figs;
 void zkr__figs_clear(zkr__figs *o);
 /* An object's figures, @o, under the owner's own lock; each also adds to
