@@ -264,6 +264,16 @@ public final class CuratorBench {
     c.close();
   }
 
+  /* The CPU the JVM used so far, all its threads (JIT and GC included),
+   * in ns; -1 if the JVM cannot say. */
+  static long processCpuNs() {
+    java.lang.management.OperatingSystemMXBean os =
+        java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    if (os instanceof com.sun.management.OperatingSystemMXBean)
+      return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+    return -1;
+  }
+
   static void s2() throws Exception {
     CuratorFramework c = connect();
     InterProcessMutex w = new InterProcessMutex(c, path + "-w" + id);
@@ -273,6 +283,7 @@ public final class CuratorBench {
     long[] t = new long[1 << 16];
     int n = 0;
     long end = window();
+    long cpu0 = processCpuNs();
     for (;;) {
       long treq = System.nanoTime();
       if (treq >= end)
@@ -286,9 +297,12 @@ public final class CuratorBench {
       t[2 * n + 1] = tacq;
       n++;
     }
+    long cpu = processCpuNs() - cpu0;
     touch("done");
     for (int i = 0; i < n; i++)
       out.println("acq " + t[2 * i] + " " + t[2 * i + 1]);
+    if (cpu >= 0)
+      out.println("cpu_us " + cpu / 1000);
     waitFor("end");
     c.close();
   }

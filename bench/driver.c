@@ -9,7 +9,9 @@
  *           "sample NS" per cycle
  *   s2      acquire+release PATH in a loop from the start time T0 (the
  *           go file) until T0 + --duration-ms; output "acq T_REQ T_ACQ"
- *           per acquisition (monotonic ns: asked, got it)
+ *           per acquisition (monotonic ns: asked, got it), and "cpu_us
+ *           N": the CPU the process (all its threads, user and system)
+ *           used from T0 to the end of its loop
  *   hold    acquire PATH and hold it until the go file appears, then
  *           release; output "release T"
  *   herd    --sessions K sessions, one waiter each on PATH, each acquiring
@@ -62,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,6 +200,15 @@ static void close_out(void) {
     die("cannot write the output: %s", strerror(errno));
 }
 
+/* The CPU this process used so far, user and system, all threads. */
+static int64_t cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0)
+    return 0;
+  return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+         ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
 static long rss_kb(void) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
@@ -292,14 +304,17 @@ static int run_s2(void) {
   rec r;
   rec_init(&r, 2);
   int64_t end = window(), ts[3];
+  int64_t cpu0 = cpu_us();
   while (cycle(l, end, 0, ts)) {
     int64_t *t = rec_next(&r);
     t[0] = ts[0];
     t[1] = ts[1];
   }
+  int64_t cpu = cpu_us() - cpu0;
   sync_touch("done");
   for (size_t i = 0; i < r.n; i++)
     fprintf(out, "acq %" PRId64 " %" PRId64 "\n", r.v[2 * i], r.v[2 * i + 1]);
+  fprintf(out, "cpu_us %" PRId64 "\n", cpu);
   sync_wait("end");
   b_lock_free(l);
   b_close(s);

@@ -130,6 +130,7 @@ def s2(out):
     lock = c.Lock(OPTS["path"])
     t = []
     end = window()
+    cpu0 = time.process_time_ns()  # all threads of the process
     while True:
         treq = time.monotonic_ns()
         if treq >= end:
@@ -138,9 +139,11 @@ def s2(out):
         tacq = time.monotonic_ns()
         lock.release()
         t.append((treq, tacq))
+    cpu = time.process_time_ns() - cpu0
     touch("done")
     for treq, tacq in t:
         out.write("acq %d %d\n" % (treq, tacq))
+    out.write("cpu_us %d\n" % (cpu // 1000))
     wait_for("end")
     c.stop()
     c.close()

@@ -132,6 +132,12 @@ def case(d):
                 ("req_per_handoff", requests(d, m) / total),
                 ("fair_min_max", min(per) / max(per) if max(per) else 0.0),
                 ("acquisitions", total)]
+        # the client processes' CPU (all threads) per acquisition, where
+        # every process reported it
+        cpu = lines_of(d, "cpu_us")
+        if cpu and all(cpu.values()):
+            out.append(("cpu_us_per_handoff",
+                        sum(int(v[0][0]) for v in cpu.values()) / total))
     elif sc == "S7":
         # terms of the election: merged in time order, each term must start
         # after the one before it ended (one leader at a time, by the
@@ -277,6 +283,12 @@ def case(d):
                 ("max_holders", most),
                 ("fair_min_max", min(per) / max(per) if max(per) else 0.0),
                 ("acquisitions", total)]
+        # the client processes' CPU (all threads) per acquisition, where
+        # every process reported it
+        cpu = lines_of(d, "cpu_us")
+        if cpu and all(cpu.values()):
+            out.append(("cpu_us_per_handoff",
+                        sum(int(v[0][0]) for v in cpu.values()) / total))
     elif sc == "S4":
         o = kv_file(os.path.join(d, "out.0"))
         base = int(o["rss_base"])
@@ -327,7 +339,7 @@ def rows_of(res):
     s1 = [("median_us", False), ("p99_us", False), ("req_per_cycle", False)]
     s2 = [("handoffs_per_s", True), ("wait_median_us", False),
           ("wait_p99_us", False), ("req_per_handoff", False),
-          ("fair_min_max", True)]
+          ("cpu_us_per_handoff", False), ("fair_min_max", True)]
     s3 = [("sessions_woken_per_release", False),
           ("notified_per_release", False), ("s2c_bytes_per_handoff", False),
           ("c2s_bytes_per_handoff", False), ("req_per_handoff", False),

@@ -38,12 +38,13 @@ static const zkr__qpolicy *mutex_policy_of(const char *name, void *ctx) {
 
 /* ---- the object ---- */
 
+/* Only with a state_fn: the engine keeps the hold's token itself
+ * (zkr__qopts.token), so a mutex without one costs the event thread
+ * nothing per acquisition. */
 static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_mutex *m = ud;
-  if (st != ZKR__Q_LOST)
-    zkr__hold_take(&m->hold, q);
-  if (m->state_fn)
-    m->state_fn(&m->hold, zkr__lock_state_of(st), m->state_ud);
+  (void)q;
+  m->state_fn(&m->hold, zkr__lock_state_of(st), m->state_ud);
 }
 
 int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
@@ -69,8 +70,10 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
   char data[600];
   int dlen = zkr__contender_data(opts->id, data, sizeof data);
   m->hold.q = NULL; /* (set with the queue) */
-  zkr__qopts qo = {
-      .state_fn = on_state, .state_ud = m, .watch_held = opts->watch_node != 0};
+  zkr__qopts qo = {.state_fn = opts->state_fn ? on_state : NULL,
+                   .state_ud = m,
+                   .token = &m->hold.czxid,
+                   .watch_held = opts->watch_node != 0};
   rc = zkr__queue_new(&m->q, s, path, pol, data, dlen, &qo);
   if (rc != ZKR_OK) {
     free(m);

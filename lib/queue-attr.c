@@ -63,6 +63,7 @@ void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o) {
   if (!o)
     return;
   q->state_fn = o->state_fn;
+  q->token = o->token;
   q->state_ud = o->state_ud;
   q->wait_fn = o->wait_fn;
   q->wait_ud = o->wait_ud;

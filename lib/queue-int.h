@@ -75,7 +75,8 @@ struct zkr__queue {
   void *wait_ud;
   zkr__queue_state_fn state_fn;
   void *state_ud;
-  zkr__event sev; /* the state deliverer's event node */
+  _Atomic int64_t *token; /* zkr__qopts.token */
+  zkr__event sev;         /* the state deliverer's event node */
 
   /* monitoring (stats.c): this object's figures, under mu */
   zkr__figs st;

@@ -404,6 +404,8 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
   q->lstate = st;
   if (st == ZKR__Q_LOST)
     zkr__q_hold_end(q, 1);
+  else if (q->token && (st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT))
+    atomic_store(q->token, q->czxid);
   q_wake(q);
   if (!q->state_fn || q->freed ||
       !(st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT || st == ZKR__Q_LOST))

@@ -11,6 +11,8 @@
 #ifndef ZKR_QUEUE_H
 #define ZKR_QUEUE_H
 
+#include <stdatomic.h>
+
 #include "zkr-private.h"
 
 typedef struct zkr__queue zkr__queue;
@@ -84,9 +86,14 @@ typedef void (*zkr__queue_state_fn)(zkr__queue *q, zkr__qstate st, void *ud);
 /* What a recipe sets once, when it makes a queue object (all zero: the
  * defaults). */
 typedef struct zkr__qopts {
-  /* every change of a held node's state (HELD, SUSPECT, LOST), in order */
+  /* every change of a held node's state (HELD, SUSPECT, LOST), in order,
+   * on the event thread (NULL: none, and no post to the event thread) */
   zkr__queue_state_fn state_fn;
   void *state_ud;
+  /* a hold's token: the engine stores the held node's czxid here when the
+   * node holds (HELD, and SUSPECT after it), at once, on the thread that
+   * decides it; the recipe clears it when the hold ends */
+  _Atomic int64_t *token;
   /* the first wait of each acquisition for a blocker: wait_fn(q, ZKR_OK,
    * wait_ud) on the event thread (not once the queue is freed) */
   zkr__queue_done_fn wait_fn;
