@@ -120,6 +120,8 @@ struct zkr__queue {
   unsigned char relist_after; /* the listing in flight is stale (CHILDREN) */
   unsigned char finished;
   unsigned char watch_held;   /* watch our own node while held (opt-in) */
+  unsigned char verify;       /* list again before holding: a node that would
+                                 block us may join below us (the policy's late) */
   unsigned char sev_queued;   /* sev is queued on the event thread */
   unsigned char state_orphan; /* deliver states after unlocking */
   unsigned char quiet;        /* no figures kept (the semaphore keeps its

@@ -459,11 +459,12 @@ static void children_watch_cb(zkr_session *s, int type, const char *path,
 /* Under mu: no blocker of the last listing is left. Held, without a
  * request; with watch_held, after the read of our node that sets its watch
  * and proves it is still there and ours (hold_now: a watch event does not
- * prove it, a third party may have deleted it); and with the policy's
- * verify, after one more listing that shows that no blocker with a lower
- * number appeared after the last one (a downgrade's read node). */
+ * prove it, a third party may have deleted it); and when a node that
+ * would block us may join below us (q->verify, from the policy's late),
+ * after one more listing that shows that none appeared after the last
+ * one (a downgrade's read node). */
 static void none_left(zkr__queue *q) {
-  if (q->pol->verify)
+  if (q->verify)
     zkr__q_relist(q);
   else
     hold_now(q);

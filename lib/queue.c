@@ -652,6 +652,20 @@ static void deadline_fired(void *arg) {
 /* ------------------------------------------------------------------ */
 /* API */
 
+/* Would a node that joins late (pol->late) block a contender of @pol? A
+ * child's kind is its name after the prefix, so a name made of any
+ * prefix and the late kind answers for all of them. */
+static int late_blocks(const zkr__qpolicy *pol) {
+  if (!pol->late)
+    return 0;
+  if (!pol->blocks)
+    return 1;
+  char name[ZKR__QPREFIX_LEN + 64];
+  snprintf(name, sizeof name,
+           "_c_00000000-0000-4000-8000-000000000000-%s0000000000", pol->late);
+  return pol->blocks(name, pol->ctx) != 0;
+}
+
 int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
                    const zkr__qpolicy *pol, const char *data, int datalen,
                    const zkr__qopts *opts) {
@@ -671,6 +685,7 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
   zkr__event_init(&q->sev);
   q->datalen = datalen;
   q->own_len = (uint32_t)plen;
+  q->verify = late_blocks(pol);
   zkr__q_apply_opts(q, opts);
   q->pol = pol;
   q->s = s;
@@ -799,6 +814,8 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
 
 int zkr__queue_join_at(zkr__queue *q, int32_t seq, uint64_t gen,
                        int64_t timeout_ms, zkr__queue_done_fn fn, void *ud) {
+  if (!q->pol->late || strcmp(q->pol->late, q->pol->name) != 0)
+    return ZKR_EINVAL; /* the layout does not let this kind join late */
   return start(q, timeout_ms, fn, ud, 1, seq, gen);
 }
 

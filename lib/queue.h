@@ -52,11 +52,14 @@ typedef struct zkr__qpolicy {
   int (*holds)(int blockers, void *ctx);
   zkr__qwait wait;
   zkr__qloss on_loss;
-  /* list the children once more before holding when the last blocker of
-   * the last listing is seen gone: for a contender that a node created
-   * after its listing with a lower number can block (the read-write lock's
-   * writer, before which a downgrade's read node can appear) */
-  int verify;
+  /* the layout's nodes that may join the queue at a fixed number
+   * (zkr__queue_join_at(): the name after "_c_<uuid>-", for example the
+   * read-write lock's read nodes, which a downgrade creates), or NULL:
+   * none may, and the engine refuses a join. Such a node can appear before
+   * a contender after its listing, so a contender that it would block
+   * (by @blocks) lists once more before holding when the last blocker of
+   * its listing is seen gone; the engine decides that, not the recipe. */
+  const char *late;
   /* every other child of the parent is a blocker, whatever its name or
    * number, earlier or later (the semaphore's leases: Curator counts all
    * children of leases/); only with ZKR__QWAIT_CHILDREN */

@@ -24,16 +24,17 @@ static int reader_blocked_by(const char *name, void *ctx) {
   return !zkr__is_reader(name);
 }
 
+/* In this layout a downgrade's read node takes the number of the write
+ * node it replaces (a join at a fixed number): the engine makes a writer,
+ * which such a node blocks, list once more before it holds. */
 static const zkr__qpolicy read_policy = {.name = ZKR__MARK_READ,
                                          .label = "read",
                                          .blocks = reader_blocked_by,
+                                         .late = ZKR__MARK_READ,
                                          .foreign = zkr__semaphore_child};
-/* A writer lists once more before it holds: a downgrade's read node
- * takes the number of a write node that was queued before it, so it can
- * appear before the writer after the writer's listing. */
 static const zkr__qpolicy write_policy = {.name = ZKR__MARK_WRITE,
                                           .label = "write",
-                                          .verify = 1,
+                                          .late = ZKR__MARK_READ,
                                           .foreign = zkr__semaphore_child};
 
 static const zkr__qpolicy *policy_of(const char *name, void *ctx) {

@@ -709,10 +709,10 @@ inline hold_now(q) {
   fi
 }
 
-/* none_left(): no blocker of the last listing is left; with the policy's
- * verify, list once more (a blocker with a lower number may have appeared
- * after the listing); else hold_now (whose exists, with watch_held, proves
- * our node is there: a watch event does not) */
+/* none_left(): no blocker of the last listing is left; with q->verify (a
+ * node that would block it may join below it: the policy's late), list
+ * once more; else hold_now (whose exists, with watch_held, proves our
+ * node is there: a watch event does not) */
 inline none_left(q) {
   if
   :: VERIFY(q) -> relist(q)

@@ -119,6 +119,19 @@ static void test_policy_checks(void) {
      "a nearest-blocker wait with a custom hold rule is refused");
   is(zkr__queue_new(&q, admin, zkt_path("bad"), NULL, "", 0, NULL), ZKR_EINVAL,
      "no policy: refused");
+  /* joining at a fixed number: only the kind the layout says may */
+  static const zkr__qpolicy plain = {.name = "x-"};
+  static const zkr__qpolicy other = {.name = "x-", .late = "y-"};
+  zkr__queue *p = mkq(admin, zkt_path("late"), &plain);
+  zkr__queue *o = mkq(admin, zkt_path("late"), &other);
+  uint64_t gen = zkr__session_generation(admin, NULL);
+  is(zkr__queue_join_at(p, 1, gen, 1000, NULL, NULL), ZKR_EINVAL,
+     "a join at a fixed number is refused where the layout lets no kind join");
+  is(zkr__queue_join_at(o, 1, gen, 1000, NULL, NULL), ZKR_EINVAL,
+     "and where it lets another kind join, not this one");
+  is(zkr__queue_state(p), ZKR__Q_UNLOCKED, "and nothing was started");
+  zkr__queue_free(p);
+  zkr__queue_free(o);
 }
 
 /* ---- N > 1 with a children watch ---- */
