@@ -28,16 +28,18 @@ struct zkr__follow {
   zkr__hook *hook;
   uint64_t watch_id;
   zkr__watch_kind watch_kind;
-  int busy;  /* a read under way */
-  int again; /* read again once it ends */
-  int stale; /* the last read failed: read again once connected */
-  int out;   /* answers of the read under way still to come */
+  int busy;       /* a read under way */
+  int again;      /* read again once it ends */
+  int stale;      /* the last read failed: read again once connected */
+  int out;        /* answers of the read under way still to come */
+  uint64_t reads; /* reads started (the last one's number) */
   struct snap *cur;
 };
 
 /* One read's result, owned by the follower until handed over. */
 struct snap {
   zkr__obj_call call;
+  uint64_t seq;
   int zrc_data, zrc_kids, zrc_child, zrc_exists;
   char *data;
   int datalen;
@@ -76,7 +78,7 @@ static void deliver_call(zkr__obj *o, zkr__obj_call *c, int call) {
   zkr__follow *f = (zkr__follow *)o;
   struct snap *sn = (struct snap *)c;
   if (call) {
-    zkr__snapshot v = {0};
+    zkr__snapshot v = {.seq = sn->seq};
     int zrc = sn->zrc_data != ZOK ? sn->zrc_data : sn->zrc_kids;
     if (zrc == ZOK && sn->child)
       zrc = sn->zrc_child;
@@ -302,6 +304,7 @@ static void follow_read(zkr__follow *f) {
     return;
   }
   sn->zrc_exists = ZNONODE; /* (no exists request: nothing created) */
+  sn->seq = ++f->reads;
   f->busy = 1;
   f->cur = sn;
   f->stale = 0;
@@ -408,10 +411,13 @@ int zkr__follow_new(zkr__follow **out, zkr_session *s, const char *path,
   return ZKR_OK;
 }
 
-void zkr__follow_refresh(zkr__follow *f) {
+uint64_t zkr__follow_refresh(zkr__follow *f) {
   zkr__obj_lock(&f->obj);
   follow_read(f);
+  /* under way: the one started now, or the next (again) */
+  uint64_t n = f->busy && f->again ? f->reads + 1 : f->reads;
   zkr__obj_unlock(&f->obj);
+  return n;
 }
 
 void zkr__follow_free(zkr__follow *f) {

@@ -26,6 +26,7 @@ enum {
  * a watching follower watches for its creation); ZKR_ECONNLOSS or another
  * error of the read (a watching follower reads again once connected). */
 typedef struct zkr__snapshot {
+  uint64_t seq; /* the read's number: 1, 2, ... in the order they started */
   int rc;
   int zrc;                 /* the ZooKeeper client's code behind @rc */
   const char *data;        /* DATA: the value (NUL added; NULL for null data) */
@@ -54,8 +55,10 @@ typedef int (*zkr__follow_pick)(const struct String_vector *names, void *ud);
 int zkr__follow_new(zkr__follow **out, zkr_session *s, const char *path,
                     int what, zkr__follow_pick pick, zkr__follow_fn fn,
                     void *ud);
-/* Read again now (after the read under way, if any). */
-void zkr__follow_refresh(zkr__follow *f);
+/* Read again now (after the read under way, if any). Returns the number
+ * (zkr__snapshot.seq) of the read that answers: a snapshot with a lower
+ * one was read before the call. */
+uint64_t zkr__follow_refresh(zkr__follow *f);
 /* Stop it: no callback after it returns (unless called from that
  * callback itself), its watch is removed. NULL: nothing. */
 void zkr__follow_free(zkr__follow *f);

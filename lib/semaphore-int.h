@@ -80,6 +80,9 @@ struct zkr_semaphore {
   zkr__follow *layout_f;
   int count, count_err;
   zkr__follow *count_f;
+  /* while READING: the first read that answers (zkr__snapshot.seq); an
+   * earlier one was read before the preparation asked */
+  uint64_t layout_want, count_want;
   /* what the preparation tells (set by semaphore.c, called under the
    * lock on the event thread): its result for the acquisitions waiting
    * for it, and a change of the limit */

@@ -56,7 +56,8 @@ static void layout_read(zkr__follow *f, const zkr__snapshot *v, void *ud) {
   zkr_semaphore *sem = ud;
   (void)f;
   zkr__obj_enter(&sem->obj);
-  if (!sem->obj.freed && sem->layout == P_READING) {
+  if (!sem->obj.freed && sem->layout == P_READING &&
+      v->seq >= sem->layout_want) {
     int foreign = 0;
     for (int i = 0; v->rc == ZKR_OK && i < v->names->count; i++)
       foreign |= !zkr__semaphore_child(v->names->data[i], NULL);
@@ -81,11 +82,16 @@ static void count_read(zkr__follow *f, const zkr__snapshot *v, void *ud) {
   zkr__obj_enter(&sem->obj);
   if (!sem->obj.freed) {
     int was_known = sem->count == P_OK;
+    /* a read started before the preparation asked is not its answer: a
+     * valid count still counts as a change, a failure is left to the
+     * answer to come */
+    int answer = sem->count != P_READING || v->seq >= sem->count_want;
     int32_t c = 0;
     if (v->rc == ZKR_OK && zkr__sem_count_decode(v->data, v->datalen, &c)) {
       atomic_store(&sem->limit, zkr__sem_count_limit(c));
-      sem->count = P_OK;
-    } else {
+      if (answer)
+        sem->count = P_OK;
+    } else if (answer) {
       /* a failure answers the preparation that asked; one that comes by
        * itself (a change, a reconnection) leaves the count unknown, to be
        * read again by the next acquisition */
@@ -101,12 +107,13 @@ static void count_read(zkr__follow *f, const zkr__snapshot *v, void *ud) {
 
 /* Under the lock: start a read of @f (made on first need) for @state. */
 static int prep_read(zkr_semaphore *sem, zkr__follow **f, const char *path,
-                     int what, zkr__follow_fn fn, int *state) {
+                     int what, zkr__follow_fn fn, int *state, uint64_t *want) {
   *state = P_READING;
   if (*f) {
-    zkr__follow_refresh(*f);
+    *want = zkr__follow_refresh(*f);
     return ZKR_OK;
   }
+  *want = 1; /* a new follower's first read */
   int rc = zkr__follow_new(f, sem->obj.s, path, what, NULL, fn, sem);
   if (rc != ZKR_OK)
     *state = P_NONE;
@@ -123,10 +130,10 @@ void zkr__sem_prep_step(zkr_semaphore *sem) {
   if (sem->layout == P_NONE)
     rc = prep_read(sem, &sem->layout_f, sem->path,
                    ZKR__FOLLOW_ONCE | ZKR__FOLLOW_DATA | ZKR__FOLLOW_CHILDREN,
-                   layout_read, &sem->layout);
+                   layout_read, &sem->layout, &sem->layout_want);
   if (rc == ZKR_OK && sem->count_path && sem->count == P_NONE)
     rc = prep_read(sem, &sem->count_f, sem->count_path, ZKR__FOLLOW_DATA,
-                   count_read, &sem->count);
+                   count_read, &sem->count, &sem->count_want);
   if (rc == ZKR_OK && (sem->layout == P_READING || sem->count == P_READING))
     return; /* answers still to come */
   if (rc == ZKR_OK && sem->layout == P_FAILED)
