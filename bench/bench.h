@@ -1,8 +1,10 @@
 /*
  * bench.h - the lock back end a benchmark worker drives.
  *
- * One worker program (bench/driver.c) is linked twice: with bench/impl-zkr.c
- * (zkr's public API) into bench/zkr-bench, and with bench/impl-raw.c (plain
+ * One worker program (bench/driver.c) is linked three times: with
+ * bench/impl-zkr.c (zkr's public API) into bench/zkr-bench, with
+ * bench/impl-zkr-loop.c (zkr in dispatch mode, its callbacks run by an
+ * epoll loop) into bench/zkr-loop-bench, and with bench/impl-raw.c (plain
  * libzookeeper_mt, the "raw floor") into bench/raw-bench. The Curator and
  * kazoo harnesses (bench/CuratorBench.java, bench/kazoo_bench.py) implement
  * the same command line and output by hand.
@@ -15,7 +17,7 @@
 typedef struct bsess bsess; /* one ZooKeeper session */
 typedef struct block block; /* one contender object on one lock path */
 
-/* The implementation's name in result lines: "zkr" or "raw". */
+/* The implementation's name in result lines: "zkr", "zkr-loop" or "raw". */
 extern const char *const b_impl;
 
 /* Each returns 0 on success, or a non-zero code b_strerror() explains. */
@@ -32,6 +34,20 @@ const char *b_strerror(int rc);
  * driver then uses one thread per waiter). */
 typedef void (*b_done_fn)(void *ud, int rc);
 extern int (*const b_acquire_async)(block *l, b_done_fn fn, void *ud);
+
+/* Optional: acquire+release cycles of @l driven by the back end's own event
+ * loop rather than by the calling thread (scripts/bench's zkr-loop: S1 and
+ * S2 through zkr_session_dispatch() on an epoll loop). @fn runs on the
+ * loop's thread, one call at a time: with B_START before each acquisition
+ * (it returns 0 to stop there, non-zero to start the acquisition), with
+ * B_HELD once the lock is held (before the release) and with B_RELEASED
+ * after the release returned. The call waits, and returns 0 once @fn has
+ * stopped the cycles, or the code of the acquisition or release that
+ * failed. NULL when the back end has none (the driver then runs the cycles
+ * with b_acquire() and b_release() on its own thread). */
+enum { B_START, B_HELD, B_RELEASED };
+typedef int (*b_cycle_fn)(void *ud, int phase);
+extern int (*const b_cycles)(block *l, b_cycle_fn fn, void *ud);
 
 /* Optional: a read-write lock on @path, its read and write halves as two
  * blocks (b_acquire/b_release work on them; b_lock_free on the write half

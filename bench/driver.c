@@ -2,7 +2,11 @@
  * driver.c - one benchmark worker process: the scenarios of scripts/bench,
  * over the lock back end of bench.h (zkr, or the raw libzookeeper floor).
  *
- *   zkr-bench|raw-bench MODE --servers HOSTS --path PATH [options]
+ *   zkr-bench|zkr-loop-bench|raw-bench MODE --servers HOSTS --path PATH
+ *       [options]
+ *
+ * (zkr-loop-bench: the same, with zkr's callbacks run by an epoll loop;
+ * its S1 and S2 cycles are driven from that loop, through b_cycles.)
  *
  * Modes (bench/CuratorBench.java and bench/kazoo_bench.py take the same):
  *   s1      acquire+release --cycles N times on PATH, one session; output
@@ -259,6 +263,24 @@ static void warm(bsess *s, const char *path) {
 
 /* ---------------------------------------------------------------- s1 */
 
+/* S1 driven by the back end's loop (b_cycles): the same timing as the
+ * loop of run_s1, from before the acquisition to after the release. */
+struct s1_loop {
+  long i, n;
+  int64_t t0, *t;
+};
+
+static int s1_step(void *ud, int phase) {
+  struct s1_loop *st = ud;
+  if (phase == B_START) {
+    if (st->i == st->n)
+      return 0;
+    st->t0 = b_now_ns();
+  } else if (phase == B_RELEASED)
+    st->t[st->i++] = b_now_ns() - st->t0;
+  return 1;
+}
+
 static int run_s1(void) {
   bsess *s = connect_or_die();
   block *l = lock_or_die(s, o_path);
@@ -269,11 +291,17 @@ static int run_s1(void) {
     die("out of memory");
   sync_touch("ready");
   sync_wait("go");
-  for (long i = 0; i < o_cycles; i++) {
-    int64_t t0 = b_now_ns();
-    cycle_or_die(l);
-    t[i] = b_now_ns() - t0;
-  }
+  if (b_cycles) {
+    struct s1_loop st = {0, o_cycles, 0, t};
+    int rc = b_cycles(l, s1_step, &st);
+    if (rc)
+      die("cycles: %s", b_strerror(rc));
+  } else
+    for (long i = 0; i < o_cycles; i++) {
+      int64_t t0 = b_now_ns();
+      cycle_or_die(l);
+      t[i] = b_now_ns() - t0;
+    }
   sync_touch("done");
   for (long i = 0; i < o_cycles; i++)
     fprintf(out, "sample %" PRId64 "\n", t[i]);
@@ -295,6 +323,27 @@ static int64_t window(void) {
   return t0 + o_duration_ms * 1000000;
 }
 
+/* S2 driven by the back end's loop (b_cycles): the times cycle() takes
+ * (asked, then acquired), the window checked before each acquisition. */
+struct s2_loop {
+  rec *r;
+  int64_t end, treq;
+};
+
+static int s2_step(void *ud, int phase) {
+  struct s2_loop *st = ud;
+  if (phase == B_START) {
+    st->treq = b_now_ns();
+    return st->treq < st->end;
+  }
+  if (phase == B_HELD) {
+    int64_t tacq = b_now_ns(), *t = rec_next(st->r);
+    t[0] = st->treq;
+    t[1] = tacq;
+  }
+  return 1;
+}
+
 static int run_s2(void) {
   bsess *s = connect_or_die();
   char wpath[2048];
@@ -305,11 +354,17 @@ static int run_s2(void) {
   rec_init(&r, 2);
   int64_t end = window(), ts[3];
   int64_t cpu0 = cpu_us();
-  while (cycle(l, end, 0, ts)) {
-    int64_t *t = rec_next(&r);
-    t[0] = ts[0];
-    t[1] = ts[1];
-  }
+  if (b_cycles) {
+    struct s2_loop st = {&r, end, 0};
+    int rc = b_cycles(l, s2_step, &st);
+    if (rc)
+      die("cycles: %s", b_strerror(rc));
+  } else
+    while (cycle(l, end, 0, ts)) {
+      int64_t *t = rec_next(&r);
+      t[0] = ts[0];
+      t[1] = ts[1];
+    }
   int64_t cpu = cpu_us() - cpu0;
   sync_touch("done");
   for (size_t i = 0; i < r.n; i++)

@@ -296,6 +296,10 @@ static int acquire_async(block *l, b_done_fn fn, void *ud) {
 }
 
 int (*const b_acquire_async)(block *, b_done_fn, void *) = acquire_async;
+
+/* The driver runs the cycles itself (bench/impl-zkr-loop.c has its own). */
+int (*const b_cycles)(block *, b_cycle_fn, void *) = NULL;
+
 int (*const b_rwlock_new)(bsess *, const char *, block **, block **) = NULL;
 int (*const b_election_new)(bsess *, const char *, block **) = NULL;
 

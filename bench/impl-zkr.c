@@ -214,6 +214,9 @@ static int acquire_async(block *l, b_done_fn fn, void *ud) {
 
 int (*const b_acquire_async)(block *, b_done_fn, void *) = acquire_async;
 
+/* The driver runs the cycles itself (bench/impl-zkr-loop.c has its own). */
+int (*const b_cycles)(block *, b_cycle_fn, void *) = NULL;
+
 /* zkr has no call that only counts children (zkr_mutex_participants() also
  * reads each node's data), so the benchmark's own plain ZooKeeper handle,
  * opened on first use, counts them. */

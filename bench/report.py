@@ -13,7 +13,9 @@
         BEGIN/END GENERATED markers) and the S2 plot (gnuplot). With
         impl=zkr-base lines (scripts/bench --baseline REV; LABEL names
         REV), the table has a zkr-base column, and a second table gives
-        zkr-base's figures as ratios to zkr's.
+        zkr-base's figures as ratios to zkr's. With impl=zkr-mon (monitoring
+        on) or impl=zkr-loop (dispatch mode on an epoll loop) lines, a table
+        each gives their S1 and S2 figures against zkr's.
 """
 
 import glob
@@ -655,17 +657,17 @@ def probe_table(res):
     return "\n".join(lines)
 
 
-def monitor_table(res):
-    """S1 and S2: zkr with monitoring on (zkr-mon) against zkr's defaults,
-    in the same run."""
-    lines = ["| scenario | metric | zkr | zkr, monitoring on (x zkr) |",
+def versus_table(res, impl, title):
+    """S1 and S2: a variant of zkr (@impl, its column titled @title)
+    against zkr's defaults, in the same run."""
+    lines = ["| scenario | metric | zkr | %s (x zkr) |" % title,
              "|---|---|---:|---:|"]
     n = 0
     for label, sel, metric, _ in rows_of(res):
         if sel.get("scenario") not in ("S1", "S2") or metric == "fair_min_max":
             continue
         a = lookup(res, sel, "zkr", metric)
-        b = lookup(res, sel, "zkr-mon", metric)
+        b = lookup(res, sel, impl, metric)
         if a is None or b is None:
             continue
         lines.append("| %s | %s | %s | %s |" % (
@@ -675,9 +677,22 @@ def monitor_table(res):
     return "\n".join(lines) if n else ""
 
 
+def monitor_table(res):
+    """zkr with monitoring on (zkr-mon) against zkr's defaults."""
+    return versus_table(res, "zkr-mon", "zkr, monitoring on")
+
+
+def loop_table(res):
+    """zkr in dispatch mode on an epoll loop (zkr-loop) against zkr's
+    threads."""
+    return versus_table(res, "zkr-loop", "zkr, dispatch on an epoll loop")
+
+
 def baseline_table(res):
     """Every figure of zkr-base (scripts/bench --baseline REV: zkr as of
-    REV) against zkr's in the same run."""
+    REV) against zkr's in the same run; "" without them."""
+    if not any(r.get("impl") == "zkr-base" for r in res):
+        return ""
     lines = ["%-12s %-34s %12s %12s %8s" % ("scenario", "metric", "zkr",
                                             "zkr-base", "base/zkr")]
     n = 0
@@ -713,6 +728,11 @@ def final(args):
         print()
         print("monitoring on against off (zkr):")
         print(mt)
+    lt = loop_table(res)
+    if lt:
+        print()
+        print("dispatch mode on an epoll loop against zkr's threads (zkr):")
+        print(lt)
     bt = baseline_table(res)
     if bt:
         print()
@@ -748,6 +768,17 @@ def final(args):
                 "counts every event and both alert thresholds armed (one "
                 "hour, so they never fire), against zkr with its defaults, "
                 "in the same run (docs/monitoring.md).", "", mt]
+    if lt:
+        gen += ["", "### An event loop against zkr's threads", "",
+                "zkr-loop is zkr in dispatch mode "
+                "(zkr_session_options.dispatch, docs/event-loop.md): each "
+                "worker process runs an epoll loop on zkr_session_fd() that "
+                "calls zkr_session_dispatch(), and drives its acquire+release "
+                "cycles from that loop (zkr_mutex_acquire_async(); its "
+                "completion, run by the dispatch, records the time, releases "
+                "and starts the next acquisition); against zkr with its "
+                "defaults (a thread blocked in zkr_mutex_acquire()), in the "
+                "same run (bench/impl-zkr-loop.c).", "", lt]
     if pt:
         gen += ["", "### Ways to check k predecessors on a wake-up "
                 "(bench/probe-cost)", "",

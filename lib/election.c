@@ -32,10 +32,13 @@ struct zkr_election {
   int keep; /* ZKR_ELECTION_SUSPEND_KEEP */
   int style;
   zkr__queue *q;
-  int reported;     /* what the listener was told last (event thread) */
-  uint64_t changes; /* changes told so far (under the lock) */
-  zkr__list terms;  /* the holds of its terms, the latest first */
-  int err;          /* why joining ended (ZKR_OK while in) */
+  int reported;       /* what the listener was told last (event thread) */
+  uint64_t changes;   /* changes told so far (under the lock) */
+  uint64_t told;      /* of them, passed to the listener (under the lock) */
+  zkr__obj_call tell; /* passes them on (queued: tell.link linked) */
+  int telling;        /* tell is deferred */
+  zkr__list terms;    /* the holds of its terms, the latest first */
+  int err;            /* why joining ended (ZKR_OK while in) */
   /* the selector */
   pthread_t th;
   int th_started;
@@ -62,16 +65,39 @@ static int leads(const zkr_election *e, zkr__qstate st) {
   return st == ZKR__Q_HELD || (st == ZKR__Q_SUSPECT && e->keep);
 }
 
+/* Pass the changes on to the listener, in order, without the lock (as
+ * the lock is let go on the event thread, or in dispatch mode in
+ * zkr_session_dispatch()). Changes alternate, starting with "leading":
+ * the k-th is leading when k is odd. */
+static void tell_call(zkr__obj *o, zkr__obj_call *c, int call) {
+  zkr_election *e = (zkr_election *)o;
+  (void)c;
+  zkr__obj_lock(o);
+  e->telling = 0;
+  while (e->told < e->changes) {
+    uint64_t k = ++e->told;
+    if (!call || o->freed)
+      continue;
+    zkr__obj_unlock(o);
+    e->fn(e, (int)(k & 1), e->ud);
+    zkr__obj_lock(o);
+  }
+  zkr__obj_unlock(o);
+}
+
 /* Event thread: tell the listener @v if it was told otherwise last. */
 static void report(zkr_election *e, int v) {
   zkr__obj_lock(&e->obj);
   int tell = e->reported != v;
   e->reported = v;
   e->changes += tell;
+  if (tell && e->fn && !e->telling) {
+    e->telling = 1;
+    e->tell.fn = tell_call;
+    zkr__obj_defer(&e->obj, &e->tell);
+  }
   zkr__obj_broadcast(&e->obj);
   zkr__obj_unlock(&e->obj);
-  if (tell && e->fn)
-    e->fn(e, v, e->ud);
 }
 
 static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
@@ -143,6 +169,7 @@ int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   }
   zkr__obj_init(&e->obj, s, election_destroy);
+  zkr__obj_set_user(&e->obj);
   zkr__list_init(&e->terms);
   e->datalen = zkr__contender_data(opts->id, e->data, sizeof e->data);
   e->fn = opts->listener;
@@ -315,7 +342,10 @@ void zkr_election_free(zkr_election *e) {
     zkr__obj_lock(&e->obj);
   }
   zkr__obj_unlock(&e->obj);
-  zkr__queue_free(e->q); /* no callback after it returns */
+  zkr__queue_free(e->q); /* no report after it returns */
+  zkr__obj_lock(&e->obj);
+  zkr__obj_retire_locked(&e->obj); /* no listener call after it */
+  zkr__obj_unlock(&e->obj);
   zkr__obj_unref(&e->obj);
 }
 
@@ -481,8 +511,8 @@ int zkr_election_observe(zkr_session *s, const char *path, zkr_observe_fn fn,
   o->fn = fn;
   o->ud = user_data;
   *out = o;
-  rc = zkr__follow_new(&o->f, s, path, ZKR__FOLLOW_CHILDREN, obs_pick,
-                       obs_result, o);
+  rc = zkr__follow_new(&o->f, s, path, ZKR__FOLLOW_CHILDREN | ZKR__FOLLOW_USER,
+                       obs_pick, obs_result, o);
   if (rc != ZKR_OK) {
     free(o);
     *out = NULL;

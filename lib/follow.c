@@ -395,6 +395,8 @@ int zkr__follow_new(zkr__follow **out, zkr_session *s, const char *path,
     return ZKR_ENOMEM;
   }
   zkr__obj_init(&f->obj, s, follow_destroy);
+  if (what & ZKR__FOLLOW_USER)
+    zkr__obj_set_user(&f->obj);
   f->what = what;
   f->pick = pick;
   f->fn = fn;

@@ -19,7 +19,9 @@ typedef struct zkr__follow zkr__follow;
 enum {
   ZKR__FOLLOW_DATA = 1,     /* the node's data and stat */
   ZKR__FOLLOW_CHILDREN = 2, /* the node's children */
-  ZKR__FOLLOW_ONCE = 4      /* no watch, no re-read: only when asked */
+  ZKR__FOLLOW_ONCE = 4,     /* no watch, no re-read: only when asked */
+  ZKR__FOLLOW_USER = 8      /* fn is the user's callback (dispatch mode:
+                               it runs in zkr_session_dispatch()) */
 };
 
 /* What one read found. @rc: ZKR_OK; ZKR_ENONODE (the node does not exist:

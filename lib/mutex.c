@@ -73,7 +73,8 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
   zkr__qopts qo = {.state_fn = opts->state_fn ? on_state : NULL,
                    .state_ud = m,
                    .token = &m->hold.czxid,
-                   .watch_held = opts->watch_node != 0};
+                   .watch_held = opts->watch_node != 0,
+                   .user = 1};
   rc = zkr__queue_new(&m->q, s, path, pol, data, dlen, &qo);
   if (rc != ZKR_OK) {
     free(m);

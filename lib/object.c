@@ -26,6 +26,13 @@ void zkr__obj_init(zkr__obj *o, zkr_session *s, void (*destroy)(zkr__obj *)) {
   o->s = s;
   zkr__session_ref(s); /* used until the object goes, also once closed */
   o->destroy = destroy;
+  o->user = 0;
+  o->dposted = 0;
+  zkr__event_init(&o->dev);
+}
+
+void zkr__obj_set_user(zkr__obj *o) {
+  o->user = 1;
 }
 
 void zkr__obj_lock(zkr__obj *o) {
@@ -36,14 +43,14 @@ void zkr__obj_lock(zkr__obj *o) {
 /* Under mu, held once: run the deferred calls, each without mu. Comes
  * back with mu and one more reference (dropped once mu is let go: a call
  * may retire the object). */
-static void run_deferred(zkr__obj *o) {
+static void run_deferred(zkr__obj *o, int drop) {
   o->refs++;
   o->calling++;
   zkr__list *n;
   while ((n = zkr__list_first(&o->deferred)) != NULL) {
     zkr__obj_call *c = zkr__list_entry(n, zkr__obj_call, link);
     zkr__list_remove(n);
-    int call = !o->freed;
+    int call = !o->freed && !drop;
     o->depth--;
     pthread_mutex_unlock(&o->mu);
     if (call)
@@ -58,12 +65,51 @@ static void run_deferred(zkr__obj *o) {
     pthread_cond_broadcast(&o->cv);
 }
 
+/* Dispatch mode: run (or, @drop, drop) what was deferred; holds the
+ * reference taken when it was queued. */
+static void dispatched(zkr__obj *o, int drop) {
+  pthread_mutex_lock(&o->mu);
+  o->depth++;
+  o->dposted = 0;
+  /* (a thread running deferred calls runs those deferred meanwhile) */
+  int run = !zkr__list_empty(&o->deferred) && !o->calling;
+  if (run)
+    run_deferred(o, drop);
+  o->depth--;
+  pthread_mutex_unlock(&o->mu);
+  if (run)
+    zkr__obj_unref(o);
+  zkr__obj_unref(o);
+}
+
+static void dispatch_run(void *arg) {
+  dispatched(arg, 0);
+}
+
+static void dispatch_drop(void *arg) {
+  dispatched(arg, 1);
+}
+
 void zkr__obj_unlock(zkr__obj *o) {
   /* (while one thread runs deferred calls, it also runs those deferred
    * meanwhile: one at a time, in order) */
   int run = o->depth == 1 && !zkr__list_empty(&o->deferred) && !o->calling;
+  int drop = 0;
+  if (run && o->user && zkr__session_dispatching(o->s)) {
+    run = 0;
+    if (!o->dposted) {
+      o->dposted = 1;
+      o->refs++;
+      if (zkr__session_post_user(o->s, &o->dev, dispatch_run, dispatch_drop,
+                                 o) != ZKR_OK) {
+        o->dposted = 0; /* the session is closed: dropped */
+        o->refs--;
+        run = drop = 1;
+      }
+    }
+  }
   if (run)
-    run_deferred(o);
+    run_deferred(o, drop);
   o->depth--;
   pthread_mutex_unlock(&o->mu);
   if (run)

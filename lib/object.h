@@ -30,6 +30,10 @@ struct zkr__obj {
   zkr__list deferred; /* zkr__obj_call nodes, in order */
   zkr_session *s;     /* referenced until the object is destroyed */
   void (*destroy)(zkr__obj *o);
+  int user;    /* its deferred calls are the user's callbacks: in a
+                  dispatch-mode session they run in zkr_session_dispatch() */
+  int dposted; /* dev is queued for zkr_session_dispatch() */
+  zkr__event dev;
 };
 
 /* A call to make at the outermost unlock (embed it, or allocate it). */
@@ -45,9 +49,15 @@ struct zkr__obj_call {
  * frees the embedding structure; it runs without mu, once, when the last
  * reference goes (after the base's own parts are released). */
 void zkr__obj_init(zkr__obj *o, zkr_session *s, void (*destroy)(zkr__obj *));
+/* Its deferred calls are user callbacks (see zkr__obj.user); before any
+ * is deferred. */
+void zkr__obj_set_user(zkr__obj *o);
 void zkr__obj_lock(zkr__obj *o);
 /* The outermost unlock first runs the deferred calls, one at a time, in
- * order, each without mu (and one more reference held meanwhile). */
+ * order, each without mu (and one more reference held meanwhile); those
+ * of a user object in a dispatch-mode session are handed to
+ * zkr_session_dispatch() instead, which runs them the same way (or drops
+ * them, fn(o, c, 0), when the session closes first). */
 void zkr__obj_unlock(zkr__obj *o);
 /* Under mu: one reference more. */
 void zkr__obj_ref(zkr__obj *o);

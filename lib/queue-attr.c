@@ -69,6 +69,7 @@ void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o) {
   q->wait_ud = o->wait_ud;
   q->watch_held = o->watch_held != 0;
   q->quiet = o->quiet != 0;
+  q->user = o->user != 0;
   size_t n = o->own_root ? strlen(o->own_root) : 0;
   if (o->own_root && strncmp(q->parent, o->own_root, n) == 0 &&
       (q->parent[n] == '\0' || q->parent[n] == '/'))

@@ -126,6 +126,8 @@ struct zkr__queue {
   unsigned char state_orphan; /* deliver states after unlocking */
   unsigned char quiet;        /* no figures kept (the semaphore keeps its
                                  own) */
+  unsigned char user;         /* results and states are the user's
+                                 callbacks (zkr__qopts.user) */
   unsigned char wait_open;    /* an acquisition is being timed */
   unsigned char hold_open;    /* a hold is being timed */
   unsigned char waited;       /* this acquisition waited for a blocker */

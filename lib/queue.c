@@ -362,12 +362,30 @@ static void post_done(void *arg) {
   q_unref(q);
 }
 
-/* Under mu: hand @p (its fn, ud and rc set) to the event thread, or to
+/* A user result not delivered: the dispatch-mode session closed. */
+static void post_drop(void *arg) {
+  struct post *p = arg;
+  zkr__queue *q = p->q;
+  post_free(p);
+  q_unref(q);
+}
+
+/* Under mu: hand @p (its fn, ud and rc set) to the event thread (or, for
+ * a user callback in dispatch mode, to zkr_session_dispatch()), or to
  * q_unlock() once there is none. */
 static void send_post(zkr__queue *q, struct post *p) {
   q_ref_locked(q);
-  if (zkr__session_post_event(q->s, p->ev, post_done, p) != ZKR_OK)
+  int rc = q->user
+               ? zkr__session_post_user(q->s, p->ev, post_done, post_drop, p)
+               : zkr__session_post_event(q->s, p->ev, post_done, p);
+  if (rc == ZKR_OK)
+    return;
+  if (q->user && zkr__session_dispatching(q->s)) {
+    q->refs--; /* closed: dropped (the caller holds a reference) */
+    post_free(p);
+  } else {
     q->orphan = p; /* the session is closed: delivered by q_unlock() */
+  }
 }
 
 /* Deliver the pending state changes, oldest first (event thread, or after
@@ -391,6 +409,16 @@ static void deliver_states(void *arg) {
     q->cb_running = 0;
     q_wake(q);
   }
+  q->sev_queued = 0;
+  pthread_mutex_unlock(&q->mu);
+  q_unref(q);
+}
+
+/* State changes not delivered: the dispatch-mode session closed. */
+static void drop_states(void *arg) {
+  zkr__queue *q = arg;
+  pthread_mutex_lock(&q->mu);
+  q->ring_len = 0;
   q->sev_queued = 0;
   pthread_mutex_unlock(&q->mu);
   q_unref(q);
@@ -432,8 +460,18 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
     return;
   q->sev_queued = 1;
   q_ref_locked(q);
-  if (zkr__session_post_event(q->s, &q->sev, deliver_states, q) != ZKR_OK)
+  int rc = q->user ? zkr__session_post_user(q->s, &q->sev, deliver_states,
+                                            drop_states, q)
+                   : zkr__session_post_event(q->s, &q->sev, deliver_states, q);
+  if (rc == ZKR_OK)
+    return;
+  if (q->user && zkr__session_dispatching(q->s)) {
+    q->refs--; /* closed: dropped (the caller holds a reference) */
+    q->ring_len = 0;
+    q->sev_queued = 0;
+  } else {
     q->state_orphan = 1; /* the session is closed: by q_unlock() */
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -870,8 +908,8 @@ void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid) {
   q_unlock(q);
 }
 
-int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
-                           int rc) {
+static int post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud, int rc,
+                       int user) {
   struct post *p = post_new(q);
   if (!p)
     return ZKR_ENOMEM;
@@ -881,12 +919,23 @@ int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
   pthread_mutex_lock(&q->mu);
   q_ref_locked(q);
   pthread_mutex_unlock(&q->mu);
-  int prc = zkr__session_post_event(q->s, p->ev, post_done, p);
+  int prc = user ? zkr__session_post_user(q->s, p->ev, post_done, post_drop, p)
+                 : zkr__session_post_event(q->s, p->ev, post_done, p);
   if (prc != ZKR_OK) {
     post_free(p);
     q_unref(q);
   }
   return prc;
+}
+
+int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
+                           int rc) {
+  return post_result(q, fn, ud, rc, 0);
+}
+
+int zkr__queue_post_user(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
+                         int rc) {
+  return post_result(q, fn, ud, rc, 1);
 }
 
 void zkr__queue_watch_held(zkr__queue *q, int on) {

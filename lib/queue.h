@@ -112,6 +112,11 @@ typedef struct zkr__qopts {
   /* keep no figures, send no lock events, arm no alarms (the semaphore's
    * queues: the semaphore keeps its own) */
   int quiet;
+  /* the results of zkr__queue_start() and the state_fn calls are the
+   * user's callbacks (the recipe only passes them on): in a dispatch-mode
+   * session they run in zkr_session_dispatch() instead of on the event
+   * thread (the engine's own work stays there) */
+  int user;
 } zkr__qopts;
 
 /* Returns ZKR_OK, ZKR_EINVAL (a policy the engine cannot run),
@@ -164,6 +169,11 @@ void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid);
  * freed). */
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                            int rc);
+/* The same for a user callback: in a dispatch-mode session it runs in
+ * zkr_session_dispatch() (ZKR_ECLOSED once that session is closed: not
+ * run). */
+int zkr__queue_post_user(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
+                         int rc);
 zkr_session *zkr__queue_session(zkr__queue *q);
 /* While held, watch our own node: its deletion by another client makes
  * the lock LOST at once (one more request per acquisition). Turned on

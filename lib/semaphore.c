@@ -318,6 +318,20 @@ static void adm_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr__obj_leave(&sem->obj);
 }
 
+/* Dispatch mode: a handed-out lease's state change reaches the user
+ * through zkr_session_dispatch() (the lease's queue keeps the lease
+ * alive meanwhile, and drops the call once the lease is freed). */
+static void lease_tell(zkr__queue *q, int st, void *ud) {
+  zkr_lease *l = ud;
+  (void)q;
+  zkr__obj_lock(&l->sem->obj);
+  zkr_lock_state_fn fn = l->sem->state_fn;
+  void *fud = l->sem->state_ud;
+  zkr__obj_unlock(&l->sem->obj);
+  if (fn)
+    fn(&l->hold, zkr__lock_state_of((zkr__qstate)st), fud);
+}
+
 static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_lease *l = ud;
   zkr_semaphore *sem = l->sem;
@@ -334,7 +348,9 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_lock_state_fn fn = sem->state_fn;
   void *fud = sem->state_ud;
   zkr__obj_leave(&sem->obj);
-  if (fn)
+  if (fn && zkr__session_dispatching(sem->obj.s))
+    zkr__queue_post_user(q, lease_tell, l, (int)st); /* (not once freed) */
+  else if (fn)
     fn(&l->hold, zkr__lock_state_of(st), fud);
 }
 
@@ -501,6 +517,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   if (!sem)
     return ZKR_ENOMEM;
   zkr__obj_init(&sem->obj, s, sem_destroy);
+  zkr__obj_set_user(&sem->obj); /* (its deferred calls: acquisition results) */
   sem->path = zkr__strdup(path);
   sem->locks = zkr__path_join(path, ZKR__SEM_ADMISSION);
   sem->leases = zkr__path_join(path, ZKR__SEM_LEASES);

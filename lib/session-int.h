@@ -41,6 +41,7 @@ struct zkr__sopts {
   int64_t alert_wait_ms, alert_hold_ms;
   zkr_alert_fn alert_fn;
   void *alert_ud;
+  int dispatch; /* user callbacks through zkr_session_dispatch() */
 };
 
 /* A histogram updated without a lock (stats.c). */
@@ -161,6 +162,7 @@ struct zkr_session {
   zkr__list hooks;      /* of struct zkr__hook, in id order */
   zkr__list watches;    /* of struct watch */
   uint64_t running_listener;
+  pthread_t running_listener_thread;
   uint64_t running_hook;
   pthread_t running_hook_thread;
   uint64_t running_watch;
@@ -171,6 +173,13 @@ struct zkr_session {
 
   zkr__list evq; /* of struct event, oldest first */
   int ev_stop;
+  /* dispatch mode (event.c): the user callbacks waiting, an eventfd
+   * readable while there are any, a thread dispatching, closed */
+  zkr__list dq;
+  size_t dq_len;
+  int dfd;
+  int d_running;
+  int d_closed;
   pthread_t event_thread;
   pthread_t manager_thread;
   int threads_started;
@@ -208,6 +217,12 @@ void zkr__alerts_destroy(zkr_session *s);
 void zkr__event_push_locked(zkr_session *s, struct event *e);
 /* The event thread (pthread_create's start routine, with the session). */
 void *zkr__event_main(void *arg);
+/* Dispatch mode's queue and descriptor (made only in that mode):
+ * ZKR_OK or ZKR_ESYS. Close: after the event thread has stopped, waits
+ * for a dispatch under way, closes the descriptor and drops what is
+ * queued (user posts fail from then on). */
+int zkr__dispatch_open(zkr_session *s);
+void zkr__dispatch_close(zkr_session *s);
 
 /* ---- hooks.c ---- */
 /* Without s->mu: run every internal state hook for @ev (in the order

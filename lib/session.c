@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "session-int.h"
 
@@ -93,6 +94,8 @@ static void session_free(zkr_session *s) {
   zkr__list_for_each_safe(n, tmp, &s->evq) {
     free(zkr__list_entry(n, struct event, link));
   }
+  if (s->dfd >= 0)
+    close(s->dfd); /* (a session that never got its threads) */
   zkr__opts_clear(&s->opts);
   free(s->hosts);
   zkr__alerts_destroy(s);
@@ -119,6 +122,9 @@ void zkr__session_unref(zkr_session *s) {
  * user's listeners only; internal hooks are called regardless. */
 static void push_state_event(zkr_session *s, zkr_session_event ev,
                              int64_t sid) {
+  zkr__stats_session_event(s, ev);
+  if (zkr__list_empty(&s->listeners))
+    return; /* (one added later is not told of it) */
   struct event *e = calloc(1, sizeof *e);
   if (!e) {
     zkr__log(ZKR_LOG_ERROR, "out of memory: %s event not delivered",
@@ -127,8 +133,8 @@ static void push_state_event(zkr_session *s, zkr_session_event ev,
   }
   e->ev = ev;
   e->sid = sid;
+  e->user = 1;
   e->seq = ++s->ev_seq;
-  zkr__stats_session_event(s, ev);
   zkr__event_push_locked(s, e);
 }
 
@@ -514,6 +520,12 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   zkr__list_init(&s->listeners);
   zkr__list_init(&s->evq);
   zkr__list_init(&s->watches);
+  if (zkr__dispatch_open(s) != ZKR_OK) {
+    zkr__opts_clear(&s->opts);
+    free(s->hosts);
+    free(s);
+    return ZKR_ESYS;
+  }
   zkr__list_init(&s->bgdels);
   zkr__list_init(&s->alert_jobs);
   s->renew_enabled = s->opts.renew;
@@ -629,6 +641,7 @@ int zkr_session_close_within(zkr_session *s, int64_t wait_ms) {
   pthread_cond_signal(&s->ecv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->event_thread, NULL);
+  zkr__dispatch_close(s);
 
   zkr__session_unref(s);
   return ZKR_OK;
@@ -772,9 +785,9 @@ int zkr_session_remove_listener(zkr_session *s, uint64_t id) {
       break;
     }
   }
-  if (found && !pthread_equal(pthread_self(), s->event_thread))
-    while (s->running_listener == id)
-      pthread_cond_wait(&s->cv, &s->mu);
+  while (found && s->running_listener == id &&
+         !pthread_equal(pthread_self(), s->running_listener_thread))
+    pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
   return found ? ZKR_OK : ZKR_EINVAL;
 }

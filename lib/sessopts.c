@@ -97,7 +97,8 @@ int zkr__opts_from(struct zkr__sopts *dst, const zkr_session_options *o) {
       .alert_wait_ms = o->alert_wait_ms,
       .alert_hold_ms = o->alert_hold_ms,
       .alert_fn = alerts ? o->alert_fn : NULL,
-      .alert_ud = alerts ? o->alert_user_data : NULL};
+      .alert_ud = alerts ? o->alert_user_data : NULL,
+      .dispatch = o->dispatch != 0};
   return ZKR_OK;
 }
 

@@ -179,7 +179,7 @@ static void hook_post(zkr_session *s, zkr_lock_event_type type,
                                              : ZKR_FAIL_ERROR;
   r->ev.wait_us = wait_us;
   r->ev.hold_us = hold_us;
-  if (zkr__session_post(s, hook_run, r) != ZKR_OK)
+  if (zkr__session_post_user(s, NULL, hook_run, free, r) != ZKR_OK)
     free(r); /* the session is closed: no more events */
 }
 
@@ -328,12 +328,23 @@ struct ajob {
   char *recipe, *path, *node;
   zkr__holder_fn holder;
   zkr__list link; /* in s->alert_jobs */
+  /* the alert, once the alert thread has read the holder */
+  zkr_session *s;
+  zkr_alert al;
+  zkr__holder h;
+  char *id, *host, *pid;
 };
 
-static void ajob_free(struct ajob *j) {
+static void ajob_free(void *arg) {
+  struct ajob *j = arg;
   free(j->recipe);
   free(j->path);
   free(j->node);
+  free(j->id);
+  free(j->host);
+  free(j->pid);
+  free(j->h.node);
+  free(j->h.data);
   free(j);
 }
 
@@ -462,37 +473,42 @@ static char *field(const char *data, const char *key, int rest) {
   return NULL;
 }
 
+static void alert_call(void *arg) {
+  struct ajob *j = arg;
+  j->s->opts.alert_fn(&j->al, j->s->opts.alert_ud);
+  ajob_free(j);
+}
+
+/* Read the holder (blocking, on the alert thread), then call the user's
+ * function here, or in dispatch mode hand it to zkr_session_dispatch().
+ * Frees @j. */
 static void alert_run(zkr_session *s, struct ajob *j) {
-  zkr_alert al;
-  memset(&al, 0, sizeof al);
-  al.kind = j->kind;
-  al.recipe = j->recipe;
-  al.path = j->path;
-  al.node = j->node;
-  al.elapsed_ms = j->elapsed_ms;
-  zkr__holder h;
-  memset(&h, 0, sizeof h);
-  char *id = NULL, *host = NULL, *pid = NULL;
+  zkr_alert *al = &j->al;
+  memset(al, 0, sizeof *al);
+  j->s = s;
+  al->kind = j->kind;
+  al->recipe = j->recipe;
+  al->path = j->path;
+  al->node = j->node;
+  al->elapsed_ms = j->elapsed_ms;
   if (j->kind == ZKR_ALERT_WAIT && j->holder &&
-      j->holder(s, j->path, zkr__deadline(5000), &h) == ZKR_OK) {
-    al.holder_node = h.node;
-    al.holder_data = h.data;
-    al.holder_session = h.session_id;
-    if (h.data) {
-      id = field(h.data, "id=", 1);
-      host = field(h.data, "host=", 0);
-      pid = field(h.data, "pid=", 0);
+      j->holder(s, j->path, zkr__deadline(5000), &j->h) == ZKR_OK) {
+    al->holder_node = j->h.node;
+    al->holder_data = j->h.data;
+    al->holder_session = j->h.session_id;
+    if (j->h.data) {
+      j->id = field(j->h.data, "id=", 1);
+      j->host = field(j->h.data, "host=", 0);
+      j->pid = field(j->h.data, "pid=", 0);
     }
-    al.holder_id = id;
-    al.holder_host = host;
-    al.holder_pid = pid ? strtoll(pid, NULL, 10) : 0;
+    al->holder_id = j->id;
+    al->holder_host = j->host;
+    al->holder_pid = j->pid ? strtoll(j->pid, NULL, 10) : 0;
   }
-  s->opts.alert_fn(&al, s->opts.alert_ud);
-  free(id);
-  free(host);
-  free(pid);
-  free(h.node);
-  free(h.data);
+  if (!zkr__session_dispatching(s))
+    alert_call(j);
+  else if (zkr__session_post_user(s, NULL, alert_call, ajob_free, j) != ZKR_OK)
+    ajob_free(j); /* (closed: dropped) */
 }
 
 static void *alert_main(void *arg) {
@@ -508,7 +524,6 @@ static void *alert_main(void *arg) {
     zkr__list_remove(&j->link);
     pthread_mutex_unlock(&s->alert_mu);
     alert_run(s, j);
-    ajob_free(j);
     pthread_mutex_lock(&s->alert_mu);
   }
   pthread_mutex_unlock(&s->alert_mu);

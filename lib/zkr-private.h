@@ -136,7 +136,11 @@ struct event {
   zkr__list link; /* in s->evq while queued */
   int is_closure;
   zkr_session_event ev;
-  int owned; /* the poster's node: never freed by the event queue */
+  int owned;            /* the poster's node: never freed by the event queue */
+  int user;             /* a user callback: through zkr_session_dispatch() in
+                           dispatch mode */
+  void (*drop)(void *); /* a user closure not run (dispatch mode, the
+                           session closed): frees what fn would */
 };
 zkr__event *zkr__event_new(void);
 void zkr__event_free(zkr__event *e);
@@ -145,6 +149,15 @@ void zkr__event_free(zkr__event *e);
 void zkr__event_init(zkr__event *e);
 int zkr__session_post_event(zkr_session *s, zkr__event *e, void (*fn)(void *),
                             void *arg);
+/* A user callback: fn(arg) on the event thread, or in dispatch mode in
+ * zkr_session_dispatch() on the application's thread. @drop(arg) instead
+ * of fn when a dispatch-mode session closes before it ran. ZKR_ECLOSED
+ * once closed (the caller then drops it, or in a session without
+ * dispatch runs it itself); @e NULL: a node is allocated (ZKR_ENOMEM). */
+int zkr__session_post_user(zkr_session *s, zkr__event *e, void (*fn)(void *),
+                           void (*drop)(void *), void *arg);
+/* Is @s in dispatch mode? (fixed at zkr_session_new()) */
+int zkr__session_dispatching(const zkr_session *s);
 
 /* Internal state hooks: called synchronously on the thread where the
  * state changed (ZooKeeper completion thread or the session's manager

@@ -127,7 +127,10 @@ typedef struct zkr_session_options {
   zkr_alert_fn alert_fn;       /**< the alert callback; needed when a
                                     threshold is set */
   void *alert_user_data;       /**< given to alert_fn */
-  unsigned char reserved_[64]; /**< must be zero: later fields take its
+  int dispatch;                /**< non-zero: every callback waits for
+                                    zkr_session_dispatch(); 0 (default):
+                                    callbacks run on the session's threads */
+  unsigned char reserved_[60]; /**< must be zero: later fields take its
                                     place */
 } zkr_session_options;
 
@@ -276,7 +279,21 @@ typedef struct zkr_session_options {
  *                        both off (the default) nothing is armed and nothing
  *                        runs, and alert_fn is ignored. alert_fn runs on a
  *                        thread the session starts for it, one alert at a
- *                        time, and may call any zkr function.
+ *                        time, and may call any zkr function. (With
+ *                        dispatch, the alert thread reads the holder and
+ *                        alert_fn runs in zkr_session_dispatch().)
+ *   dispatch             Non-zero puts the session in dispatch mode: every
+ *                        callback of the session and of the recipe objects
+ *                        on it (acquisition results, hold states,
+ *                        leadership, observers, listeners, the lock hook,
+ *                        alerts) is queued instead of run on the session's
+ *                        threads, and runs when the application calls
+ *                        zkr_session_dispatch(), on the thread that calls
+ *                        it; zkr_session_fd() gives a descriptor that is
+ *                        readable while callbacks wait, for an event loop
+ *                        (epoll, libuv, libevent) to watch. 0 (the default)
+ *                        runs them on the session's event thread. See
+ *                        docs/event-loop.md.
  *   reserved_            Must be all zero.
  *
  * Invalid options change nothing: the call logs why (see zkr_set_log_hook())
@@ -295,7 +312,9 @@ typedef struct zkr_session_options {
  *
  * Each session runs two threads of its own in addition to the two threads of
  * the ZooKeeper client: a manager thread (session clock and renewal) and an
- * event thread that runs every user callback.
+ * event thread that runs every user callback (in dispatch mode, the event
+ * thread does the recipes' own work and the callbacks run in
+ * zkr_session_dispatch()).
  *
  * It must not be called from a zkr callback (a session listener, or any
  * callback a recipe runs on the session's event thread): there it returns
@@ -381,6 +400,13 @@ ZKR_EXTERN int zkr_session_new(zkr_session **out, const char *hosts,
  * have run for the last time: when it returns, no listener is running and none
  * will run again.
  *
+ * In dispatch mode (zkr_session_options.dispatch) the call closes the
+ * descriptor of zkr_session_fd() and drops the callbacks still queued, and
+ * those queued by the close itself (ZKR_ECLOSED results, ZKR_EV_CLOSED): they
+ * are never called. No callback of the session runs after it; a callback
+ * being dispatched on another thread at the time finishes first. To see
+ * every result, free the recipe objects and dispatch before closing.
+ *
  * Recipe objects created on the session hold references of their own. They stay
  * valid after the session is closed (their operations fail with ZKR_ECLOSED)
  * until they are freed; the session's memory is released with the last of those
@@ -453,6 +479,105 @@ ZKR_EXTERN int zkr_session_close(zkr_session *s);
  * Since: 0.1.0
  */
 ZKR_EXTERN int zkr_session_close_within(zkr_session *s, int64_t wait_ms);
+
+/**
+ * zkr_session_fd - the descriptor an event loop watches for callbacks
+ *
+ * zkr_session_fd() returns a file descriptor that is readable while
+ * callbacks of the session @s wait to be run by zkr_session_dispatch(). @s
+ * must be in dispatch mode (zkr_session_options.dispatch).
+ *
+ * The descriptor is level-triggered: it stays readable as long as anything
+ * is queued and stops being readable once zkr_session_dispatch() has run
+ * everything. Add it to epoll(7), poll(2) or select(2) for reading (with
+ * EPOLLET it still works if every readiness is followed by dispatching until
+ * zkr_session_dispatch() returns 0), to libuv as a uv_poll_t with
+ * UV_READABLE, or to libevent with event_new(..., EV_READ | EV_PERSIST, ...).
+ * Only watch it: do not read, write or close it. It is the same descriptor
+ * for the life of the session and is closed by zkr_session_close(); remove
+ * it from the loop before closing the session.
+ *
+ * Returns:
+ * The descriptor (>= 0), or:
+ *   ZKR_EINVAL   @s is NULL, or not in dispatch mode.
+ *   ZKR_ECLOSED  The session is closed.
+ *
+ * Thread safety:
+ * zkr_session_fd() may be called from any thread, including from zkr
+ * callbacks.
+ *
+ * Example:
+ *   #include <sys/epoll.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Add the session's callbacks to an epoll set.
+ *   int watch_session(int epfd, zkr_session *s) {
+ *     int fd = zkr_session_fd(s);
+ *     if (fd < 0)
+ *       return fd;
+ *     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+ *     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? ZKR_OK : ZKR_ESYS;
+ *   }
+ *
+ * See also: zkr_session_dispatch(), zkr_session_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_session_fd(zkr_session *s);
+
+/**
+ * zkr_session_dispatch - run the callbacks that are waiting
+ *
+ * zkr_session_dispatch() runs, on the calling thread, the callbacks of the
+ * session @s that were queued when it was entered, oldest first, at most
+ * @max queue entries (all of them if @max <= 0), and returns how many it
+ * took. An entry is one callback, or several callbacks of one object queued
+ * back to back (an election's listener told twice, say). @s must
+ * be in dispatch mode (zkr_session_options.dispatch). Call it when the
+ * descriptor of zkr_session_fd() is readable; it never waits for a callback
+ * to be queued, so it returns 0 when there is none.
+ *
+ * Callbacks queued while it runs (by the callbacks themselves, or by the
+ * session's threads meanwhile) are left for the next call, so a loop that
+ * calls it once per readiness is never starved. The callbacks are the same
+ * ones, with the same guarantees, as without dispatch mode: each acquisition
+ * result exactly once, state changes of a hold in order, listeners in the
+ * order of the events; only the thread differs. Inside a dispatched callback
+ * the same rules apply as inside any zkr callback: calls that would wait
+ * (blocking acquisitions, zkr_session_close(), a timeout other than 0) fail
+ * with ZKR_EDEADLK; the asynchronous and non-blocking calls may be made.
+ *
+ * A callback of an object freed before its turn is dropped (never called);
+ * its entry is still taken and counted.
+ *
+ * Returns:
+ * The number of entries taken (>= 0), or:
+ *   ZKR_EINVAL   @s is NULL, or not in dispatch mode.
+ *   ZKR_EDEADLK  Called from a zkr callback (a dispatched one included).
+ *   ZKR_EBUSY    Another thread is dispatching this session now.
+ *   ZKR_ECLOSED  The session is closed.
+ *
+ * Thread safety:
+ * One thread at a time per session, typically the event loop's; any thread
+ * may be that thread, but not a zkr callback.
+ *
+ * Example:
+ *   #include <poll.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   // Run callbacks as they come until *stop is set.
+ *   void run_loop(zkr_session *s, volatile int *stop) {
+ *     struct pollfd p = {.fd = zkr_session_fd(s), .events = POLLIN};
+ *     while (!*stop)
+ *       if (poll(&p, 1, 100) > 0)
+ *         zkr_session_dispatch(s, 0);
+ *   }
+ *
+ * See also: zkr_session_fd(), zkr_session_new()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_session_dispatch(zkr_session *s, int max);
 
 /**
  * zkr_session_state_get - the current state of a session
