@@ -108,6 +108,123 @@ int zkr_hold_guarded_multi(zkr_hold *h, int count, const zoo_op_t *ops,
   return rc;
 }
 
+/* ---- the asynchronous guarded write ---- */
+
+struct gw {
+  zkr_session *s;
+  zkr__queue *q; /* referenced: the hold's queue, to mark it lost */
+  int64_t mine;
+  int count;
+  zoo_op_t *all;        /* the check op, then the caller's */
+  zoo_op_result_t *res; /* count + 1, filled by the client */
+  zoo_op_result_t *out; /* the caller's @results */
+  zkr_guarded_fn fn;
+  void *ud;
+  int rc;
+  char node[ZKR__PATH_MAX + 64];
+};
+
+static void gw_free(void *arg) {
+  struct gw *g = arg;
+  zkr__queue_unref(g->q);
+  free(g->all);
+  free(g->res);
+  free(g);
+}
+
+static void gw_call(void *arg) {
+  struct gw *g = arg;
+  g->fn(g->rc, g->ud);
+  gw_free(g);
+}
+
+/* Did the server answer (the results are filled), or did the request go
+ * with the connection or the session? */
+static int answered(int zrc) {
+  return zrc != ZCONNECTIONLOSS && zrc != ZOPERATIONTIMEOUT &&
+         zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED && zrc != ZCLOSING &&
+         zrc != ZINVALIDSTATE;
+}
+
+/* The outcome of a guarded transaction whose reply is @zrc and @res (of
+ * @count + 1): the caller's results copied to @out when the server
+ * answered; the hold marked lost when its node was gone. */
+static int outcome(zkr__queue *q, int64_t mine, int zrc, int count,
+                   const zoo_op_result_t *res, zoo_op_result_t *out) {
+  if (!answered(zrc))
+    return zkr__from_zk(zrc);
+  memcpy(out, res + 1, (size_t)count * sizeof *res);
+  if (zrc == ZOK)
+    return ZKR_OK;
+  if (res[0].err == ZNONODE) {
+    zkr__queue_mark_lost(q, mine);
+    return ZKR_ELOCKLOST;
+  }
+  for (int i = 1; i <= count; i++)
+    if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY)
+      return zkr__from_zk(res[i].err);
+  return zkr__from_zk(zrc);
+}
+
+/* The client's completion thread: the reply, or the request's end with
+ * the connection. */
+static void gw_done(int zrc, const void *data) {
+  struct gw *g = (struct gw *)data;
+  zkr__tls_in_callback++;
+  g->rc = outcome(g->q, g->mine, zrc, g->count, g->res, g->out);
+  if (zkr__session_post_user(g->s, NULL, gw_call, gw_free, g) != ZKR_OK) {
+    if (zkr__session_dispatching(g->s))
+      gw_free(g); /* closed: dropped */
+    else
+      gw_call(g); /* closed: nothing else will run it */
+  }
+  zkr__tls_in_callback--;
+}
+
+int zkr_hold_guarded_multi_async(zkr_hold *h, int count, const zoo_op_t *ops,
+                                 zoo_op_result_t *results, zkr_guarded_fn fn,
+                                 void *user_data) {
+  if (!ops || !results || !fn || count < 1 || count > 1000)
+    return ZKR_EINVAL;
+  int64_t mine = h ? atomic_load(&h->czxid) : 0;
+  if (!h || !h->q || mine == 0)
+    return ZKR_ENOTHELD;
+  struct gw *g = calloc(1, sizeof *g);
+  if (!g)
+    return ZKR_ENOMEM;
+  zkr__qstate st = zkr__queue_state(h->q); /* (applies the session clock) */
+  if (st == ZKR__Q_LOST || !current(h, g->node, sizeof g->node)) {
+    free(g);
+    return ZKR_ELOCKLOST; /* this term is over; nothing sent */
+  }
+  if (st != ZKR__Q_HELD) {
+    free(g);
+    return ZKR_ENOTHELD; /* SUSPECT: nothing sent */
+  }
+  g->s = zkr__queue_session(h->q);
+  g->all = calloc((size_t)count + 1, sizeof *g->all);
+  g->res = calloc((size_t)count + 1, sizeof *g->res);
+  if (!g->all || !g->res) {
+    free(g->all);
+    free(g->res);
+    free(g);
+    return ZKR_ENOMEM;
+  }
+  g->q = h->q;
+  zkr__queue_ref(g->q);
+  g->mine = mine;
+  g->count = count;
+  g->out = results;
+  g->fn = fn;
+  g->ud = user_data;
+  zoo_check_op_init(&g->all[0], g->node, -1);
+  memcpy(g->all + 1, ops, (size_t)count * sizeof *ops);
+  int rc = zkr__zk_amulti(g->s, count + 1, g->all, g->res, gw_done, g);
+  if (rc != ZKR_OK)
+    gw_free(g); /* nothing sent */
+  return rc;
+}
+
 int zkr_hold_guarded_set(zkr_hold *h, const char *path, const char *data,
                          int datalen, int version, int64_t timeout_ms) {
   if (!path)

@@ -928,6 +928,16 @@ static int post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud, int rc,
   return prc;
 }
 
+void zkr__queue_ref(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  q_ref_locked(q);
+  pthread_mutex_unlock(&q->mu);
+}
+
+void zkr__queue_unref(zkr__queue *q) {
+  q_unref(q);
+}
+
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                            int rc) {
   return post_result(q, fn, ud, rc, 0);

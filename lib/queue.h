@@ -175,6 +175,10 @@ int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
 int zkr__queue_post_user(zkr__queue *q, zkr__queue_done_fn fn, void *ud,
                          int rc);
 zkr_session *zkr__queue_session(zkr__queue *q);
+/* Keep @q's memory (not its hold) past zkr__queue_free(), for a request
+ * that may still report on it (zkr__queue_mark_lost() is then a no-op). */
+void zkr__queue_ref(zkr__queue *q);
+void zkr__queue_unref(zkr__queue *q);
 /* While held, watch our own node: its deletion by another client makes
  * the lock LOST at once (one more request per acquisition). Turned on
  * while held, the watch is set at once (the semaphore's admission node,

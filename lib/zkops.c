@@ -1,5 +1,6 @@
 /*
- * Synchronous ZooKeeper operations with a deadline.
+ * Synchronous ZooKeeper operations with a deadline (and a multi sent
+ * without waiting, for the asynchronous guarded write).
  *
  * Each operation is issued with the client's asynchronous API on the
  * session's current handle and waited for on the session's condition
@@ -437,6 +438,24 @@ int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
   struct spec sp = {OP_MULTI, NULL, NULL, 0, 0, -1, count, ops};
   *zrc = 0;
   return run(s, &sp, deadline_ms, NULL, results, zrc);
+}
+
+int zkr__zk_amulti(zkr_session *s, int count, const zoo_op_t *ops,
+                   zoo_op_result_t *results, void (*done)(int, const void *),
+                   const void *data) {
+  zkr_session_state st = zkr_session_state_get(s);
+  if (st == ZKR_STATE_CLOSED)
+    return ZKR_ECLOSED;
+  zhandle_t *zh;
+  if (st != ZKR_STATE_CONNECTED || zkr__session_get_zh(s, &zh, NULL) != ZKR_OK)
+    return ZKR_ECONNLOSS;
+  int zrc = zoo_amulti(zh, count, ops, results, done, data);
+  zkr__session_put_zh(s);
+  if (zrc == ZOK)
+    return ZKR_OK;
+  /* (a handle between connections refuses; anything else is unexpected) */
+  return zrc == ZINVALIDSTATE || zrc == ZCONNECTIONLOSS ? ZKR_ECONNLOSS
+                                                        : ZKR_EZK;
 }
 
 static int name_cmp(const void *a, const void *b) {

@@ -327,5 +327,11 @@ int zkr__zk_first_contender(zkr_session *s, const char *path,
                             int64_t deadline_ms, zkr__holder *out);
 int zkr__zk_multi(zkr_session *s, int count, const zoo_op_t *ops,
                   zoo_op_result_t *results, int64_t deadline_ms, int *zrc);
+/* Send a multi on the current handle without waiting: ZKR_OK (@done runs
+ * on the client's completion thread with @data, once), ZKR_ECONNLOSS (not
+ * connected now), ZKR_ECLOSED, or another code; nothing sent on error. */
+int zkr__zk_amulti(zkr_session *s, int count, const zoo_op_t *ops,
+                   zoo_op_result_t *results, void (*done)(int, const void *),
+                   const void *data);
 
 #endif /* ZKR_PRIVATE_H */

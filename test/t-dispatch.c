@@ -21,6 +21,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "zkr-private.h"
 #include "zkt.h"
 
 static pthread_t loop_thread;
@@ -496,6 +497,101 @@ static void edges(const char *hosts, zkr_session *s) {
   is(calls, 0, "nothing was called");
 }
 
+/* ---- the guarded write that does not wait ---- */
+
+static int g_rc = 99, g_calls;
+static pthread_t g_thread;
+
+static void on_guarded(int rc, void *ud) {
+  (void)ud;
+  check_thread();
+  g_rc = rc;
+  g_calls++;
+}
+
+static void on_guarded_plain(int rc, void *ud) {
+  (void)ud;
+  g_thread = pthread_self();
+  g_rc = rc;
+  __atomic_add_fetch(&g_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static int guarded_done(void *arg) {
+  (void)arg;
+  return __atomic_load_n(&g_calls, __ATOMIC_SEQ_CST) > 0;
+}
+
+static int send_set(zkr_mutex *m, const char *path, const char *v, int version,
+                    zoo_op_t *op, zoo_op_result_t *res, zkr_guarded_fn fn) {
+  g_calls = 0;
+  g_rc = 99;
+  memset(res, 0, sizeof *res);
+  zoo_set_op_init(op, path, v, (int)strlen(v), version, NULL);
+  return zkr_hold_guarded_multi_async(zkr_mutex_hold(m), 1, op, res, fn, NULL);
+}
+
+static void guarded(const char *hosts, zkr_session *s) {
+  const char *data = zkt_path("gdata");
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_create(s, data, "v0", 2, 0, zkr__deadline(10000), &r);
+  zkr__result_clear(&r);
+  zkr_mutex *m = NULL;
+  zkr_mutex_new(&m, s, zkt_path("g"), NULL);
+  zoo_op_t op;
+  zoo_op_result_t res;
+  is(send_set(m, data, "v1", -1, &op, &res, on_guarded), ZKR_ENOTHELD,
+     "guarded write without the hold: ZKR_ENOTHELD, nothing sent");
+  is(zkr_mutex_acquire(m, 10000), ZKR_OK, "the mutex is held");
+  is(zkr_hold_guarded_multi_async(zkr_mutex_hold(m), 1, &op, &res, NULL, NULL),
+     ZKR_EINVAL, "a NULL callback: ZKR_EINVAL");
+  is(send_set(m, data, "v1", -1, &op, &res, on_guarded), ZKR_OK,
+     "a guarded write sent without waiting");
+  int done = loop_until(s, guarded_done, NULL, 10000);
+  ok(done && g_rc == ZKR_OK && g_calls == 1,
+     "its outcome ZKR_OK comes once, through dispatch");
+  memset(&r, 0, sizeof r);
+  zkr__zk_get(s, data, zkr__deadline(10000), &r);
+  ok(r.data && strcmp(r.data, "v1") == 0, "the data is v1 (%s)",
+     r.data ? r.data : "-");
+  zkr__result_clear(&r);
+  is(send_set(m, data, "v2", 99, &op, &res, on_guarded), ZKR_OK,
+     "a guarded write with a wrong version");
+  done = loop_until(s, guarded_done, NULL, 10000);
+  ok(done && g_rc == ZKR_EBADVERSION && res.err == ZBADVERSION,
+     "ZKR_EBADVERSION, the result filled (%d)", res.err);
+
+  char node[1100];
+  zkr_hold_node(zkr_mutex_hold(m), node, sizeof node);
+  zkr_session *other = zkt_connect(hosts, 6000);
+  is(zkr__zk_delete(other, node, -1, zkr__deadline(10000)), ZKR_OK,
+     "another session deletes the holder's node");
+  is(send_set(m, data, "v3", -1, &op, &res, on_guarded), ZKR_OK,
+     "a guarded write sent");
+  done = loop_until(s, guarded_done, NULL, 10000);
+  ok(done && g_rc == ZKR_ELOCKLOST && zkr_mutex_state_get(m) == ZKR_LOCK_LOST,
+     "ZKR_ELOCKLOST, nothing applied, the mutex LOST");
+  memset(&r, 0, sizeof r);
+  zkr__zk_get(s, data, zkr__deadline(10000), &r);
+  ok(r.data && strcmp(r.data, "v1") == 0, "the data is still v1");
+  zkr__result_clear(&r);
+  zkr_mutex_release(m);
+  dispatch(s, 0);
+  zkr_mutex_free(m);
+
+  /* without dispatch mode: on the event thread */
+  zkr_mutex *pm = NULL;
+  zkr_mutex_new(&pm, other, zkt_path("gp"), NULL);
+  zkr_mutex_acquire(pm, 10000);
+  is(send_set(pm, data, "v4", -1, &op, &res, on_guarded_plain), ZKR_OK,
+     "a guarded write sent on a session without dispatch mode");
+  ok(zkt_wait_for(guarded_done, NULL, 10000) && g_rc == ZKR_OK &&
+         !pthread_equal(g_thread, pthread_self()),
+     "its outcome comes on the session's event thread");
+  zkr_mutex_free(pm);
+  zkr_session_close(other);
+}
+
 static void bad(const char *hosts) {
   is(zkr_session_fd(NULL), ZKR_EINVAL, "zkr_session_fd(NULL): ZKR_EINVAL");
   is(zkr_session_dispatch(NULL, 0), ZKR_EINVAL,
@@ -522,6 +618,7 @@ int main(void) {
   ok(zkr_session_fd(s) >= 0, "it has a descriptor");
   many(s);
   lost(hosts, s);
+  guarded(hosts, s);
   recipes(s);
   edges(hosts, s);
   is(off_thread + outside, 0,

@@ -63,6 +63,13 @@ typedef void (*zkr_lock_state_fn)(zkr_hold *hold, zkr_lock_state state,
 typedef void (*zkr_acquire_fn)(zkr_mutex *m, int rc, void *user_data);
 
 /**
+ * Called exactly once with the outcome of zkr_hold_guarded_multi_async(),
+ * on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch()): @rc as listed there.
+ */
+typedef void (*zkr_guarded_fn)(int rc, void *user_data);
+
+/**
  * The part a contender plays, set by the library from its node's name and
  * place (one table, lib/layout.c), in zkr_participant.role:
  *   ZKR_ROLE_OTHER      none of those below.
@@ -353,7 +360,8 @@ struct zoo_op_result;
  *     return rc;
  *   }
  *
- * See also: zkr_hold_guarded_set(), zkr_hold_token(), zkr_hold_state()
+ * See also: zkr_hold_guarded_set(), zkr_hold_guarded_multi_async(),
+ *   zkr_hold_token(), zkr_hold_state()
  *
  * Since: 0.1.0
  * Synopsis: #include <zookeeper.h>
@@ -362,6 +370,108 @@ ZKR_EXTERN int zkr_hold_guarded_multi(zkr_hold *h, int count,
                                       const struct zoo_op *ops,
                                       struct zoo_op_result *results,
                                       int64_t timeout_ms);
+
+/**
+ * zkr_hold_guarded_multi_async - a guarded transaction that does not wait
+ *
+ * zkr_hold_guarded_multi_async() sends the same transaction as
+ * zkr_hold_guarded_multi(): the caller's @count operations @ops, applied only
+ * if the node of the hold @h still exists, checked by the ensemble in the same
+ * transaction. It does not wait for the answer: @fn is called with the outcome
+ * and @user_data once the server has answered or the request has gone with the
+ * connection, on the session's event thread, or in dispatch mode in
+ * zkr_session_dispatch() on the caller's loop (see
+ * zkr_session_options.dispatch). It is the form for an event loop, which must
+ * not wait for the network.
+ *
+ * The checks before sending are those of zkr_hold_guarded_multi(): the session
+ * clock first, then @h must hold, in state ZKR_LOCK_HELD. It does not wait for
+ * a connection either: when the session is not connected, nothing is sent and
+ * the call returns ZKR_ECONNLOSS (try again after ZKR_EV_RECONNECTED). A
+ * request in flight ends with the server's answer or with the connection (a
+ * server that stops answering is given up after about two thirds of the
+ * session timeout); there is no timeout of its own.
+ *
+ * @results (@count of them) is filled before @fn is called, when the server
+ * answered. @results, and every buffer the operations point to (a create's
+ * buffer for the created path in particular), must stay valid until @fn has
+ * been called; in dispatch mode, also until the session is closed if it is
+ * closed first (the call is then dropped, see zkr_session_close()). The
+ * strings and data @ops point to are copied by the call.
+ *
+ * When the call returns an error, nothing was sent and @fn will not be called.
+ * When it returns ZKR_OK, @fn is called exactly once (except that a
+ * dispatch-mode session's close drops it), with:
+ *   ZKR_OK            The transaction committed.
+ *   ZKR_ELOCKLOST     The server found the node of @h gone: nothing was
+ *                     applied, and @h becomes ZKR_LOCK_LOST.
+ *   ZKR_EBADVERSION, ZKR_ENONODE, ZKR_EEXISTS, ZKR_ENOTEMPTY, ZKR_ENOAUTH,
+ *   ZKR_EZK           One of the caller's operations failed (see @results);
+ *                     nothing was applied.
+ *   ZKR_ECONNLOSS     The connection dropped after the transaction was sent:
+ *                     it may or may not have been applied.
+ *   ZKR_ESESSIONLOST  The session was lost or closed while the transaction
+ *                     was in flight: it may or may not have been applied.
+ *
+ * @fn does not get @h, which may be gone by then (its recipe object freed);
+ * the outcome is still reported.
+ *
+ * Returns:
+ *   ZKR_OK            Sent; @fn will be called.
+ *   ZKR_ELOCKLOST     @h is ZKR_LOCK_LOST or an earlier term.
+ *   ZKR_ENOTHELD      @h was released, is ZKR_LOCK_SUSPECT, or is NULL.
+ *   ZKR_ECONNLOSS     The session is not connected now.
+ *   ZKR_ECLOSED       The session is closed.
+ *   ZKR_EINVAL        @ops, @results or @fn is NULL, or @count is outside
+ *                     1..1000.
+ *   ZKR_EZK           The ZooKeeper client refused the request (an
+ *                     operation it cannot encode).
+ *   ZKR_ENOMEM        Out of memory.
+ *
+ * Thread safety:
+ * Any thread, including a zkr callback (a dispatched one too).
+ *
+ * Example:
+ *   #include <stdio.h>
+ *   #include <stdlib.h>
+ *   #include <string.h>
+ *   #include <zookeeper.h>
+ *   #include <zkr/zkr.h>
+ *
+ *   struct pub {
+ *     zoo_op_t op;
+ *     zoo_op_result_t result;
+ *   };
+ *
+ *   static void published(int rc, void *user_data) {
+ *     struct pub *p = user_data;
+ *     printf("publish: %s\n", zkr_strerror(rc));
+ *     free(p);
+ *   }
+ *
+ *   // From an event loop: publish config while holding m, without waiting.
+ *   int publish_async(zkr_mutex *m, const char *config) {
+ *     struct pub *p = calloc(1, sizeof *p);
+ *     if (!p)
+ *       return ZKR_ENOMEM;
+ *     zoo_set_op_init(&p->op, "/app/config", config, (int)strlen(config), -1,
+ *                     NULL);
+ *     int rc = zkr_hold_guarded_multi_async(zkr_mutex_hold(m), 1, &p->op,
+ *                                           &p->result, published, p);
+ *     if (rc != ZKR_OK)
+ *       free(p);
+ *     return rc;
+ *   }
+ *
+ * See also: zkr_hold_guarded_multi(), zkr_session_dispatch()
+ *
+ * Since: 0.1.0
+ * Synopsis: zkr_guarded_fn, #include <zookeeper.h>
+ */
+ZKR_EXTERN int zkr_hold_guarded_multi_async(zkr_hold *h, int count,
+                                            const struct zoo_op *ops,
+                                            struct zoo_op_result *results,
+                                            zkr_guarded_fn fn, void *user_data);
 
 /**
  * zkr_hold_guarded_set - set a node's data only while a hold lasts
