@@ -220,6 +220,46 @@ static void lost(const char *hosts, zkr_session *s) {
      "a new ZooKeeper session follows");
 }
 
+/* The server expires the session while the proxy drops everything (the
+ * session clock is set far beyond the timeout, so the LOST is the
+ * server's): LOST and ZKR_EV_LOST reach the loop through dispatch, and
+ * nothing runs before the loop dispatches. */
+static void proxy_lost(const char *hosts) {
+  int port = zkt_proxy_start(hosts);
+  char via[64];
+  snprintf(via, sizeof via, "127.0.0.1:%d", port);
+  zkr_session *s = NULL;
+  is(zkr_session_new(&s, via,
+                     &(zkr_session_options){.session_timeout_ms = 4000,
+                                            .lost_fraction = 10,
+                                            .dispatch = 1}),
+     ZKR_OK, "a dispatch-mode session through the proxy");
+  if (!s)
+    return;
+  zkr_mutex *m = NULL;
+  zkr_mutex_new(&m, s, zkt_path("plost"),
+                &(zkr_mutex_options){.state_fn = on_state});
+  zkr_session_add_listener(s, on_session, NULL, NULL);
+  n_listener = 0;
+  lost_states = 0;
+  lease_lost = 1; /* (no lease here) */
+  is(zkr_mutex_acquire(m, 10000), ZKR_OK, "a mutex held through it");
+  dispatch(s, 0);
+  zkt_proxy_cmd("blackhole");
+  ok(zkt_proxy_wait("done blackhole", 1, 5000), "the proxy drops everything");
+  usleep(7000 * 1000); /* past the 4 s timeout: the server expires it */
+  ok(lost_states == 0 && n_listener == 0,
+     "nothing was called meanwhile (the loop did not dispatch)");
+  zkt_proxy_cmd("flow");
+  ok(loop_until(s, lost_seen, NULL, 30000),
+     "once traffic flows, the server's expiry reaches the loop: LOST and "
+     "ZKR_EV_LOST, through dispatch");
+  is(zkr_mutex_release(m), ZKR_ELOCKLOST, "the release says it was lost");
+  zkr_mutex_free(m);
+  zkr_session_close(s);
+  is(zkt_proxy_stop(), 0, "the proxy exits cleanly");
+}
+
 /* ---- leadership, an observer, a semaphore, the lock hook, alerts ---- */
 
 static int leading = -1, leader_calls, observed, sem_rc = 99, sem_results;
@@ -625,5 +665,6 @@ int main(void) {
      "no callback ever ran on another thread or outside a dispatch");
   zkr_session_close(s);
   hooks(hosts);
+  proxy_lost(hosts);
   return tap_done();
 }
