@@ -46,8 +46,9 @@ typedef struct zkr_election zkr_election;
 /** An observer of an election path. */
 typedef struct zkr_election_observer zkr_election_observer;
 
-/** Told, on the session's event thread, each time the participant becomes
- * leader (@is_leader 1) or stops being leader (0). */
+/** Told, on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch()), each time the participant becomes leader
+ * (@is_leader 1) or stops being leader (0). */
 typedef void (*zkr_election_fn)(zkr_election *e, int is_leader,
                                 void *user_data);
 /** The selector's work, run on a thread of its own while leading. */
@@ -113,9 +114,10 @@ typedef struct zkr_election_options {
  *              into the participant's node ("host=H pid=P id=I"), which
  *              zkr_election_leader() shows: 1 to 256 bytes without control
  *              characters. NULL, the default: none.
- *   listener   Called with listener_user_data on the session's event thread,
- *              with 1 each time the participant becomes leader and with 0
- *              each time it stops being leader (resigned, suspended under
+ *   listener   Called with listener_user_data on the session's event thread
+ *              (in dispatch mode, in zkr_session_dispatch()), with 1 each
+ *              time the participant becomes leader and with 0 each time it
+ *              stops being leader (resigned, suspended under
  *              ZKR_ELECTION_SUSPEND_DROP, lost), exactly once per change and
  *              in order. It must not block for long, and is not called after
  *              zkr_election_free(). NULL, the default: none.
@@ -470,7 +472,8 @@ ZKR_EXTERN int zkr_election_leader(zkr_session *s, const char *path,
  * zkr_election_observe - be told every change of leader, without joining
  *
  * zkr_election_observe() watches the election at @path through @s and
- * calls @fn on the session's event thread with the current leader (NULL
+ * calls @fn on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch()) with the current leader (NULL
  * when there is none) first, and then once per change of leader (a
  * different node first in the queue), in order, until
  * zkr_election_observer_free(). The leader passed is valid during the

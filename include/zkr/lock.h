@@ -46,7 +46,8 @@ typedef struct zkr_mutex zkr_mutex;
 
 /**
  * Called when a hold changes state (HELD, SUSPECT, LOST), on the session's
- * event thread, once per change and in order. @hold is the hold that
+ * event thread (in dispatch mode, in zkr_session_dispatch()), once per
+ * change and in order. @hold is the hold that
  * changed (zkr_mutex_hold() of the mutex, zkr_lease_hold() of the lease
  * the callback was set for), @state its new state.
  */
@@ -56,7 +57,8 @@ typedef void (*zkr_lock_state_fn)(zkr_hold *hold, zkr_lock_state state,
 /**
  * Called exactly once with the result of an asynchronous acquisition of a
  * mutex (or of a read-write lock's half), on the session's event thread
- * (once the session is closed, on the thread that closed it): @m is the
+ * (once the session is closed, on the thread that closed it; in dispatch
+ * mode, in zkr_session_dispatch(), and dropped by the close): @m is the
  * mutex, @rc ZKR_OK (held) or an error code as listed for
  * zkr_mutex_acquire(). Not called if the mutex is freed first.
  */

@@ -16,7 +16,8 @@
  * which any thread may call at any time (but not after, or concurrently
  * with, zkr_mutex_free()). Many mutex objects, on one or many paths,
  * may share one session, and each thread may use its own. Callbacks run on
- * the session's event thread, one at a time; they must not block.
+ * the session's event thread (in dispatch mode, in zkr_session_dispatch()),
+ * one at a time; they must not block.
  */
 #ifndef ZKR_MUTEX_H
 #define ZKR_MUTEX_H
@@ -148,7 +149,8 @@ typedef struct zkr_mutex_options {
  *                    another contender may hold the lock now). Not called for
  *                    other states, nor on release, nor for a SUSPECT that
  *                    zkr_mutex_state_get() reports after a pause of the
- *                    process. It runs on the session's event thread, one call
+ *                    process. It runs on the session's event thread (in
+ *                    dispatch mode, in zkr_session_dispatch()), one call
  *                    at a time and in order; it must not block (blocking zkr
  *                    calls fail there with ZKR_EDEADLK) and may call the
  *                    non-blocking mutex functions. Calls are queued: read
@@ -391,15 +393,18 @@ ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex *m, int64_t timeout_ms);
  * ZKR_ENONODE, ZKR_EZK or ZKR_ENOMEM, with the meanings given in
  * zkr_mutex_acquire().
  *
- * @fn runs on the session's event thread, with the session's other callbacks,
- * one at a time. It must not block; blocking zkr calls made from it fail with
- * ZKR_EDEADLK. It may call the non-blocking functions of @m, including
- * zkr_mutex_release(), zkr_mutex_acquire_async() and zkr_mutex_free(). It may
- * run before zkr_mutex_acquire_async() has returned to the caller.
+ * @fn runs on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch() on the caller's loop), with the session's other
+ * callbacks, one at a time. It must not block; blocking zkr calls made from
+ * it fail with ZKR_EDEADLK. It may call the non-blocking functions of @m,
+ * including zkr_mutex_release(), zkr_mutex_acquire_async() and
+ * zkr_mutex_free(). It may run before zkr_mutex_acquire_async() has returned to
+ * the caller.
  *
  * @fn is called exactly once for each call that returned ZKR_OK, also when the
  * session is closed while the acquisition waits (then with ZKR_ECLOSED, on the
- * thread that closes the session if its event thread has already stopped): what
+ * thread that closes the session if its event thread has already stopped; a
+ * dispatch-mode session's close drops it instead): what
  * the callback needs is allocated when the acquisition starts, so it cannot be
  * lost to an allocation failure. If zkr_mutex_acquire_async() fails, @fn is
  * never called. If @m is freed while the acquisition is pending, the

@@ -146,7 +146,8 @@ typedef struct zkr_semaphore_options {
  *                resource), ZKR_LOCK_LOST (the session is gone or the node
  *                was deleted: another contender may hold the lease now). The
  *                @hold argument is the lease's hold (zkr_lease_hold()). It
- *                runs on the session's event thread, in order, once per
+ *                runs on the session's event thread (in dispatch mode, in
+ *                zkr_session_dispatch()), in order, once per
  *                change, and must not block for long. The session clock
  *                declares a lost session before the ensemble can expire it,
  *                so LOST comes before another contender can be granted the
@@ -285,7 +286,8 @@ ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore *sem, int n,
  *
  * zkr_semaphore_acquire_async() starts the acquisition zkr_semaphore_acquire()
  * makes and returns at once. When it ends, @fn runs once on the session's
- * event thread with the result code, @leases (filled with @n leases when
+ * event thread (in dispatch mode, in zkr_session_dispatch()) with the
+ * result code, @leases (filled with @n leases when
  * the code is ZKR_OK) and @user_data. @leases must stay valid until then.
  * If the call itself fails, @fn is not called. @fn runs without the
  * semaphore's lock: while it runs, other threads' calls on @sem go on

@@ -12,7 +12,8 @@
  * THREAD SAFETY: a zkr_session is thread-safe: any thread may call any
  * function on it at any time. zkr_session_new() reads its options struct and
  * keeps none of it. Listeners run on the session's event thread (one
- * callback at a time, in order); they must not block, and blocking zkr calls
+ * callback at a time, in order; in dispatch mode, in zkr_session_dispatch()
+ * on the caller's thread); they must not block, and blocking zkr calls
  * made from them fail with ZKR_EDEADLK.
  */
 #ifndef ZKR_SESSION_H
@@ -62,7 +63,8 @@ typedef enum zkr_session_event {
  * @session_id: the ZooKeeper session id the event is about (for
  *   ZKR_EV_CONNECTED the new one, for ZKR_EV_LOST the one that was lost).
  * @user_data: as given to zkr_session_add_listener().
- * Runs on the session's event thread.
+ * Runs on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch()).
  */
 typedef void (*zkr_session_listener_fn)(zkr_session *s, zkr_session_event ev,
                                         int64_t session_id, void *user_data);
@@ -796,7 +798,8 @@ ZKR_EXTERN int zkr_session_wait_connected(zkr_session *s, int64_t timeout_ms);
  * ZKR_EV_LOST may find the session ZKR_STATE_CONNECTING or even connected
  * again.
  *
- * All listeners run on the session's event thread, one call at a time: events
+ * All listeners run on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch() on the caller's thread), one call at a time: events
  * are delivered in the order they happened, and for each event the listeners
  * are called in the order they were registered. A listener must not block,
  * since it delays every other callback of the session; blocking zkr calls made

@@ -100,7 +100,8 @@ typedef struct zkr_lock_event {
 } zkr_lock_event;
 
 /** Receives every zkr_lock_event of a session's lock objects, on the
- * session's event thread, in the order they happened per object. */
+ * session's event thread (in dispatch mode, in zkr_session_dispatch()), in
+ * the order they happened per object. */
 typedef void (*zkr_lock_hook_fn)(const zkr_lock_event *ev, void *user_data);
 
 /** What a zkr_alert is about. */
@@ -128,7 +129,9 @@ typedef struct zkr_alert {
 } zkr_alert;
 
 /** Receives each threshold crossed, on the session's alert thread (not
- * the event thread: a long wait's holder is read from ZooKeeper first). */
+ * the event thread: a long wait's holder is read from ZooKeeper first; in
+ * dispatch mode the alert thread reads it, and this runs in
+ * zkr_session_dispatch()). */
 typedef void (*zkr_alert_fn)(const zkr_alert *alert, void *user_data);
 
 struct zkr_session;
