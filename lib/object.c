@@ -67,18 +67,22 @@ static void run_deferred(zkr__obj *o, int drop) {
 
 /* Dispatch mode: run (or, @drop, drop) what was deferred; holds the
  * reference taken when it was queued. */
-static void dispatched(zkr__obj *o, int drop) {
-  pthread_mutex_lock(&o->mu);
-  o->depth++;
-  o->dposted = 0;
-  /* (a thread running deferred calls runs those deferred meanwhile) */
-  int run = !zkr__list_empty(&o->deferred) && !o->calling;
+/* Under mu, held once: run (or drop) the deferred calls if @run, then let
+ * go of mu. */
+static void unlock_running(zkr__obj *o, int run, int drop) {
   if (run)
     run_deferred(o, drop);
   o->depth--;
   pthread_mutex_unlock(&o->mu);
   if (run)
     zkr__obj_unref(o);
+}
+
+static void dispatched(zkr__obj *o, int drop) {
+  zkr__obj_lock(o);
+  o->dposted = 0;
+  /* (a thread running deferred calls runs those deferred meanwhile) */
+  unlock_running(o, !zkr__list_empty(&o->deferred) && !o->calling, drop);
   zkr__obj_unref(o);
 }
 
@@ -108,12 +112,7 @@ void zkr__obj_unlock(zkr__obj *o) {
       }
     }
   }
-  if (run)
-    run_deferred(o, drop);
-  o->depth--;
-  pthread_mutex_unlock(&o->mu);
-  if (run)
-    zkr__obj_unref(o);
+  unlock_running(o, run, drop);
 }
 
 void zkr__obj_ref(zkr__obj *o) {

@@ -5,12 +5,14 @@
  * each takes the object's lock for a moment and sends nothing. The views
  * of a hold first apply the session clock (zkr__q_lock_checked()): a hold
  * it gives up becomes LOST there, and an election's participant queues
- * again.
+ * again. Also the prefix of our nodes (a random UUID made per attempt).
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "queue-int.h"
 
@@ -78,4 +80,31 @@ void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o) {
 
 zkr_session *zkr__queue_session(zkr__queue *q) {
   return q->s;
+}
+
+/* ---- our nodes' prefix ---- */
+
+void zkr__q_new_uuid(zkr__queue *q) {
+  unsigned char *r = q->uuid;
+  ssize_t got = getrandom(r, sizeof q->uuid, 0);
+  if (got != (ssize_t)sizeof q->uuid) {
+    /* no entropy source: time, pid and address still make a unique id
+     * within one ensemble's lifetime for practical purposes */
+    int64_t t = zkr__now_ms();
+    uintptr_t a = (uintptr_t)q;
+    for (size_t i = 0; i < sizeof q->uuid; i++)
+      r[i] = (unsigned char)((t >> (i * 3)) ^ ((uint64_t)getpid() >> i) ^
+                             (a >> (i % 8)));
+  }
+  r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* UUID version 4 */
+  r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+}
+
+void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]) {
+  const unsigned char *r = q->uuid;
+  snprintf(out, ZKR__QPREFIX_LEN,
+           "_c_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+           "%02x-",
+           r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+           r[11], r[12], r[13], r[14], r[15]);
 }

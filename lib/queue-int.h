@@ -164,13 +164,15 @@ void zkr__q_ctx_forget(zkr__queue *q, struct qctx *c);
 int zkr__q_callback_enter(struct qctx *c, qphase phase);
 void zkr__q_callback_exit(struct qctx *c);
 
-/* ---- the node, the watch, the state (queue.c) ---- */
+/* ---- our nodes' prefix (queue-attr.c) ---- */
 /* A new random UUID for the prefix of our nodes: each attempt has its
  * own, so a node of an abandoned attempt is never taken for ours. */
 void zkr__q_new_uuid(zkr__queue *q);
 /* Our nodes' prefix, "_c_<uuid>-" (Curator's protected names). */
 #define ZKR__QPREFIX_LEN 48
 void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]);
+
+/* ---- the node, the watch, the state (queue.c) ---- */
 void zkr__q_clear_preds(zkr__queue *q);
 /* Under mu: a new attempt (or none): late callbacks of the old one are
  * ignored, so nothing they would have cleared may stay set. */
@@ -190,7 +192,7 @@ void zkr__q_wait_begin(zkr__queue *q);
 void zkr__q_wait_end(zkr__queue *q, int rc); /* (queue-stats.c) */
 void zkr__q_hold_end(zkr__queue *q, int lost);
 
-/* ---- sending requests (queue.c) ---- */
+/* ---- sending requests (queue-steps.c) ---- */
 void zkr__q_pause_for_connection(zkr__queue *q);
 struct qctx *zkr__q_begin_request(zkr__queue *q, zhandle_t **zh);
 void zkr__q_end_request(zkr__queue *q, struct qctx *c, int rc);

@@ -786,3 +786,92 @@ void zkr__q_verify_held(zkr__queue *q) {
   if (rc != ZOK)
     zkr__q_ctx_forget(q, c);
 }
+
+/* ------------------------------------------------------------------ */
+/* sending requests */
+
+/* Under mu: a step could not be sent or its reply was lost; continue when
+ * the session is connected again (state hook). */
+void zkr__q_pause_for_connection(zkr__queue *q) {
+  q->waiting_conn = 1;
+}
+
+/* Under mu: the handle and a context for one request; NULL if no request
+ * may go now (the attempt pauses or ends). Release the handle with
+ * zkr__session_put_zh() right after sending. */
+struct qctx *zkr__q_begin_request(zkr__queue *q, zhandle_t **zh) {
+  uint64_t gen;
+  int rc = zkr__session_get_zh(q->s, zh, &gen);
+  if (rc != ZKR_OK) {
+    if (rc == ZKR_ECONNLOSS)
+      zkr__q_pause_for_connection(q);
+    else
+      zkr__q_finish(q, rc);
+    return NULL;
+  }
+  struct qctx *c = zkr__q_ctx_new(q);
+  if (!c) {
+    zkr__session_put_zh(q->s);
+    zkr__q_finish(q, ZKR_ENOMEM);
+    return NULL;
+  }
+  c->gen = gen;
+  return c;
+}
+
+/* Under mu: after sending; a request that could not be sent pauses the
+ * attempt (disconnected) or ends it. */
+void zkr__q_end_request(zkr__queue *q, struct qctx *c, int rc) {
+  if (rc == ZOK)
+    return;
+  zkr__q_ctx_forget(q, c);
+  if (zkr__transient(rc))
+    zkr__q_pause_for_connection(q);
+  else
+    zkr__q_finish(q, zkr__from_zk(rc));
+}
+
+/* Under mu: register our one watch, of @kind on @path (taken over), for
+ * @wfn; then @send sends the request that sets it on the server, with the
+ * completion context @ec. Puts @zh back. Returns ZKR_ENOMEM (nothing
+ * registered, nothing sent) or ZKR_OK with *zrc the send's ZooKeeper code
+ * (not ZOK: nothing stays registered). */
+
+int zkr__q_set_watch(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                     char *path, zkr__watch_fn wfn, send_fn send,
+                     struct qctx *ec, int *zrc) {
+  struct qctx *wc = path ? zkr__q_ctx_new(q) : NULL;
+  uint64_t wid = 0;
+  if (!wc || zkr__watch_add(q->s, path, kind, wfn, wc, &wid) != ZKR_OK) {
+    zkr__session_put_zh(q->s);
+    zkr__q_ctx_forget(q, wc);
+    free(path);
+    return ZKR_ENOMEM;
+  }
+  wc->watch_id = wid;
+  ec->watch_id = wid;
+  q->watch_id = wid;
+  q->watch_kind = kind;
+  q->watch_ctx = wc;
+  q->watch_path = path;
+  *zrc = send(zh, path, ec);
+  zkr__session_put_zh(q->s);
+  if (*zrc != ZOK)
+    zkr__q_drop_watch(q, 0);
+  return ZKR_OK;
+}
+
+/* Under mu: set_watch() with its outcome handled like end_request().
+ * Returns 1 if the request was sent. */
+int zkr__q_watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
+                         char *path, zkr__watch_fn wfn, send_fn send,
+                         struct qctx *ec) {
+  int zrc = ZOK;
+  if (zkr__q_set_watch(q, zh, kind, path, wfn, send, ec, &zrc) != ZKR_OK) {
+    zkr__q_ctx_forget(q, ec);
+    zkr__q_finish(q, ZKR_ENOMEM);
+    return 0;
+  }
+  zkr__q_end_request(q, ec, zrc);
+  return zrc == ZOK;
+}

@@ -79,9 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "queue-int.h"
 
@@ -211,31 +209,6 @@ void zkr__q_callback_exit(struct qctx *c) {
 
 /* ------------------------------------------------------------------ */
 /* small helpers */
-
-void zkr__q_new_uuid(zkr__queue *q) {
-  unsigned char *r = q->uuid;
-  ssize_t got = getrandom(r, sizeof q->uuid, 0);
-  if (got != (ssize_t)sizeof q->uuid) {
-    /* no entropy source: time, pid and address still make a unique id
-     * within one ensemble's lifetime for practical purposes */
-    int64_t t = zkr__now_ms();
-    uintptr_t a = (uintptr_t)q;
-    for (size_t i = 0; i < sizeof q->uuid; i++)
-      r[i] = (unsigned char)((t >> (i * 3)) ^ ((uint64_t)getpid() >> i) ^
-                             (a >> (i % 8)));
-  }
-  r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* UUID version 4 */
-  r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-}
-
-void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]) {
-  const unsigned char *r = q->uuid;
-  snprintf(out, ZKR__QPREFIX_LEN,
-           "_c_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
-           "%02x-",
-           r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
-           r[11], r[12], r[13], r[14], r[15]);
-}
 
 void zkr__q_clear_preds(zkr__queue *q) {
   free(q->pred1);
@@ -528,95 +501,6 @@ void zkr__q_finish(zkr__queue *q, int rc) {
 static int acquiring(zkr__queue *q) {
   return q->phase == Q_CREATING || q->phase == Q_LISTING ||
          q->phase == Q_WATCHING;
-}
-
-/* ------------------------------------------------------------------ */
-/* sending requests */
-
-/* Under mu: a step could not be sent or its reply was lost; continue when
- * the session is connected again (state hook). */
-void zkr__q_pause_for_connection(zkr__queue *q) {
-  q->waiting_conn = 1;
-}
-
-/* Under mu: the handle and a context for one request; NULL if no request
- * may go now (the attempt pauses or ends). Release the handle with
- * zkr__session_put_zh() right after sending. */
-struct qctx *zkr__q_begin_request(zkr__queue *q, zhandle_t **zh) {
-  uint64_t gen;
-  int rc = zkr__session_get_zh(q->s, zh, &gen);
-  if (rc != ZKR_OK) {
-    if (rc == ZKR_ECONNLOSS)
-      zkr__q_pause_for_connection(q);
-    else
-      zkr__q_finish(q, rc);
-    return NULL;
-  }
-  struct qctx *c = zkr__q_ctx_new(q);
-  if (!c) {
-    zkr__session_put_zh(q->s);
-    zkr__q_finish(q, ZKR_ENOMEM);
-    return NULL;
-  }
-  c->gen = gen;
-  return c;
-}
-
-/* Under mu: after sending; a request that could not be sent pauses the
- * attempt (disconnected) or ends it. */
-void zkr__q_end_request(zkr__queue *q, struct qctx *c, int rc) {
-  if (rc == ZOK)
-    return;
-  zkr__q_ctx_forget(q, c);
-  if (zkr__transient(rc))
-    zkr__q_pause_for_connection(q);
-  else
-    zkr__q_finish(q, zkr__from_zk(rc));
-}
-
-/* Under mu: register our one watch, of @kind on @path (taken over), for
- * @wfn; then @send sends the request that sets it on the server, with the
- * completion context @ec. Puts @zh back. Returns ZKR_ENOMEM (nothing
- * registered, nothing sent) or ZKR_OK with *zrc the send's ZooKeeper code
- * (not ZOK: nothing stays registered). */
-
-int zkr__q_set_watch(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
-                     char *path, zkr__watch_fn wfn, send_fn send,
-                     struct qctx *ec, int *zrc) {
-  struct qctx *wc = path ? zkr__q_ctx_new(q) : NULL;
-  uint64_t wid = 0;
-  if (!wc || zkr__watch_add(q->s, path, kind, wfn, wc, &wid) != ZKR_OK) {
-    zkr__session_put_zh(q->s);
-    zkr__q_ctx_forget(q, wc);
-    free(path);
-    return ZKR_ENOMEM;
-  }
-  wc->watch_id = wid;
-  ec->watch_id = wid;
-  q->watch_id = wid;
-  q->watch_kind = kind;
-  q->watch_ctx = wc;
-  q->watch_path = path;
-  *zrc = send(zh, path, ec);
-  zkr__session_put_zh(q->s);
-  if (*zrc != ZOK)
-    zkr__q_drop_watch(q, 0);
-  return ZKR_OK;
-}
-
-/* Under mu: set_watch() with its outcome handled like end_request().
- * Returns 1 if the request was sent. */
-int zkr__q_watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
-                         char *path, zkr__watch_fn wfn, send_fn send,
-                         struct qctx *ec) {
-  int zrc = ZOK;
-  if (zkr__q_set_watch(q, zh, kind, path, wfn, send, ec, &zrc) != ZKR_OK) {
-    zkr__q_ctx_forget(q, ec);
-    zkr__q_finish(q, ZKR_ENOMEM);
-    return 0;
-  }
-  zkr__q_end_request(q, ec, zrc);
-  return zrc == ZOK;
 }
 
 static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
