@@ -76,4 +76,11 @@ int b_count_children(bsess *s, const char *path);
  * System.nanoTime() and Python's time.monotonic_ns() on Linux. */
 int64_t b_now_ns(void);
 
+/* bench/common.c: the children of @path counted through @zh (a handle of
+ * the back end's own), or through one plain handle to @hosts opened on
+ * first use; -1 on an error. */
+typedef struct _zhandle zhandle_t;
+int b_count_with(zhandle_t *zh, const char *path);
+int b_count_at(const char *hosts, int session_ms, const char *path);
+
 #endif /* ZKR_BENCH_H */

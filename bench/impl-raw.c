@@ -437,19 +437,5 @@ const char *b_strerror(int rc) {
 }
 
 int b_count_children(bsess *s, const char *path) {
-  struct String_vector v = {0, NULL};
-  int rc = zoo_get_children(s->zh, path, 0, &v);
-  if (rc == ZNONODE)
-    return 0;
-  if (rc != ZOK)
-    return -1;
-  int n = v.count;
-  deallocate_String_vector(&v);
-  return n;
-}
-
-int64_t b_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return b_count_with(s->zh, path);
 }

@@ -311,39 +311,6 @@ const char *b_strerror(int rc) {
   return zkr_strerror(rc);
 }
 
-/* As in impl-zkr.c: the benchmark's own plain ZooKeeper handle, opened on
- * first use, counts the children. */
-static zhandle_t *counter;
-static pthread_mutex_t counter_mu = PTHREAD_MUTEX_INITIALIZER;
-
 int b_count_children(bsess *b, const char *path) {
-  pthread_mutex_lock(&counter_mu);
-  if (!counter) {
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    counter = zookeeper_init(b->hosts, NULL, b->session_ms, NULL, NULL, 0);
-    for (int i = 0;
-         counter && i < 3000 && zoo_state(counter) != ZOO_CONNECTED_STATE;
-         i++) {
-      struct timespec ts = {0, 10000000};
-      nanosleep(&ts, NULL);
-    }
-  }
-  pthread_mutex_unlock(&counter_mu);
-  if (!counter)
-    return -1;
-  struct String_vector v = {0, NULL};
-  int rc = zoo_get_children(counter, path, 0, &v);
-  if (rc == ZNONODE)
-    return 0;
-  if (rc != ZOK)
-    return -1;
-  int n = v.count;
-  deallocate_String_vector(&v);
-  return n;
-}
-
-int64_t b_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return b_count_at(b->hosts, b->session_ms, path);
 }
