@@ -61,6 +61,34 @@ zkr_lock_state zkr_hold_state(const zkr_hold *h) {
   return zkr__lock_state_of(st);
 }
 
+/* Did the server answer (the results are filled), or did the request go
+ * with the connection or the session? */
+static int answered(int zrc) {
+  return zrc != ZCONNECTIONLOSS && zrc != ZOPERATIONTIMEOUT &&
+         zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED && zrc != ZCLOSING &&
+         zrc != ZINVALIDSTATE;
+}
+
+/* The outcome of a guarded transaction whose reply is @zrc and @res (of
+ * @count + 1): the caller's results copied to @out when the server
+ * answered; the hold marked lost when its node was gone. */
+static int outcome(zkr__queue *q, int64_t mine, int zrc, int count,
+                   const zoo_op_result_t *res, zoo_op_result_t *out) {
+  if (!answered(zrc))
+    return zkr__from_zk(zrc);
+  memcpy(out, res + 1, (size_t)count * sizeof *res);
+  if (zrc == ZOK)
+    return ZKR_OK;
+  if (res[0].err == ZNONODE) {
+    zkr__queue_mark_lost(q, mine);
+    return ZKR_ELOCKLOST;
+  }
+  for (int i = 1; i <= count; i++)
+    if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY)
+      return zkr__from_zk(res[i].err);
+  return zkr__from_zk(zrc);
+}
+
 int zkr_hold_guarded_multi(zkr_hold *h, int count, const zoo_op_t *ops,
                            zoo_op_result_t *results, int64_t timeout_ms) {
   if (!ops || !results || count < 1 || count > 1000)
@@ -88,21 +116,8 @@ int zkr_hold_guarded_multi(zkr_hold *h, int count, const zoo_op_t *ops,
   int zrc = 0;
   int rc = zkr__zk_multi(zkr__queue_session(h->q), count + 1, all, res,
                          zkr__deadline(timeout_ms), &zrc);
-  if (rc == ZKR_OK || zrc != 0) {
-    memcpy(results, res + 1, (size_t)count * sizeof *res);
-    if (rc != ZKR_OK) {
-      if (res[0].err == ZNONODE) {
-        zkr__queue_mark_lost(h->q, mine);
-        rc = ZKR_ELOCKLOST;
-      } else {
-        for (int i = 1; i <= count; i++)
-          if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY) {
-            rc = zkr__from_zk(res[i].err);
-            break;
-          }
-      }
-    }
-  }
+  if (rc == ZKR_OK || zrc != 0) /* the server answered */
+    rc = outcome(h->q, mine, rc == ZKR_OK ? ZOK : zrc, count, res, results);
   free(all);
   free(res);
   return rc;
@@ -136,34 +151,6 @@ static void gw_call(void *arg) {
   struct gw *g = arg;
   g->fn(g->rc, g->ud);
   gw_free(g);
-}
-
-/* Did the server answer (the results are filled), or did the request go
- * with the connection or the session? */
-static int answered(int zrc) {
-  return zrc != ZCONNECTIONLOSS && zrc != ZOPERATIONTIMEOUT &&
-         zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED && zrc != ZCLOSING &&
-         zrc != ZINVALIDSTATE;
-}
-
-/* The outcome of a guarded transaction whose reply is @zrc and @res (of
- * @count + 1): the caller's results copied to @out when the server
- * answered; the hold marked lost when its node was gone. */
-static int outcome(zkr__queue *q, int64_t mine, int zrc, int count,
-                   const zoo_op_result_t *res, zoo_op_result_t *out) {
-  if (!answered(zrc))
-    return zkr__from_zk(zrc);
-  memcpy(out, res + 1, (size_t)count * sizeof *res);
-  if (zrc == ZOK)
-    return ZKR_OK;
-  if (res[0].err == ZNONODE) {
-    zkr__queue_mark_lost(q, mine);
-    return ZKR_ELOCKLOST;
-  }
-  for (int i = 1; i <= count; i++)
-    if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY)
-      return zkr__from_zk(res[i].err);
-  return zkr__from_zk(zrc);
 }
 
 /* The client's completion thread: the reply, or the request's end with
