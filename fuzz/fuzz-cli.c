@@ -1,9 +1,10 @@
 /* The tools' option and number parsing and their message text
  * (tools/cli*.c, linked as the tools link them; exit() is caught):
  * parse_long and parse_seconds against references and in round trips
- * (format, then parse gives the number back); run_opt takes exactly the
- * values the parsers take, and its usage errors are whole (the argument
- * escaped, never cut) and exit 64; getopt_long's complaints become one
+ * (format, then parse gives the number back); run_opt and seconds_opt
+ * (--max-hold, --grace) take exactly the values the parsers take, and
+ * their usage errors are whole (the argument escaped, never cut) and exit
+ * 64; getopt_long's complaints become one
  * line that names the option; esc() output has no control characters,
  * is valid UTF-8 and unescapes to the input; json_string() writes a JSON
  * string that decodes to the input (invalid bytes as Latin-1); utf8_seq
@@ -361,6 +362,45 @@ static void one_opt(int c, const char *arg) {
   drop();
 }
 
+/* seconds_opt (the duration options of the lock control: --max-hold,
+ * --grace) takes what parse_seconds takes, 0 only when allowed; a refused
+ * value is a whole usage message, exit 64, and leaves the value as it was. */
+static void one_seconds(const char *name, int zero_ok, const char *arg) {
+  int64_t got = -7, want = 0;
+  capture();
+  exit_armed = 1;
+  volatile int r = 1;
+  if (setjmp(exit_jmp) == 0)
+    seconds_opt(name, arg, zero_ok, &got);
+  else
+    r = -exit_status;
+  exit_armed = 0;
+  release();
+  int good = ref_seconds(arg, &want) == 0 && (want > 0 || zero_ok);
+  if (good) {
+    CHECK(r == 1 && got == want, "seconds_opt(%s, '%s'): %d %lld, not %lld",
+          name, arg, r, (long long)got, (long long)want);
+    CHECK(err_len == 0, "a message for a good value: %s", err_buf);
+  } else {
+    CHECK(r == -EX_USAGE && got == -7, "seconds_opt(%s, '%s'): %d %lld", name,
+          arg, r, (long long)got);
+    const char *e = esc(arg);
+    size_t need = strlen(prog) + strlen(name) + strlen(e) + 200;
+    char *w = malloc(need);
+    CHECK(w != NULL, "oom");
+    snprintf(w, need,
+             "%s: invalid %s '%s': seconds as a plain decimal, %s0.001 (1 ms), "
+             "at most " SECONDS_MAX_TEXT
+             "\nTry '%s --help' for more information.\n",
+             prog, name, e, zero_ok ? "0 or at least " : "at least ", prog);
+    CHECK(strcmp(err_buf, w) == 0, "the message for '%s' is\n%s\nnot\n%s", arg,
+          err_buf, w);
+    CHECK(fuzz_clean_text(err_buf), "the message is not clean text");
+    free(w);
+  }
+  drop();
+}
+
 static void text(const char *s) {
   /* utf8_seq agrees with the reference decoder */
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -502,6 +542,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                OPT_ID,      OPT_ACL,     OPT_AUTH};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
       one_opt(opts[i], argv[1]);
+    one_seconds("--max-hold", 0, argv[1]);
+    one_seconds("--grace", 1, argv[1]);
     break;
   }
   case 2:

@@ -151,7 +151,7 @@ int zkr_election_new(zkr_election **out, zkr_session *s, const char *path,
   int rc = zkr__lock_path_check(path);
   if (rc != ZKR_OK)
     return rc;
-  rc = zkr__options_check("zkr_election_options", opts->id, opts->reserved_,
+  rc = zkr__options_check("zkr_election_options", opts->id, 0, opts->reserved_,
                           sizeof opts->reserved_);
   if (rc != ZKR_OK)
     return rc;

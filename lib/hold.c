@@ -61,6 +61,27 @@ zkr_lock_state zkr_hold_state(const zkr_hold *h) {
   return zkr__lock_state_of(st);
 }
 
+zkr_lost_cause zkr_hold_lost_cause(const zkr_hold *h) {
+  if (!h || !h->q)
+    return ZKR_LOST_NONE;
+  int64_t mine = atomic_load(&((zkr_hold *)h)->czxid);
+  return mine ? zkr__queue_lost_cause(h->q, mine) : ZKR_LOST_NONE;
+}
+
+const char *zkr_lost_cause_name(zkr_lost_cause cause) {
+  switch (cause) {
+  case ZKR_LOST_NONE:
+    return "none";
+  case ZKR_LOST_SESSION:
+    return "session";
+  case ZKR_LOST_DELETED:
+    return "deleted";
+  case ZKR_LOST_MAX_HOLD:
+    return "max-hold";
+  }
+  return "unknown";
+}
+
 /* Did the server answer (the results are filled), or did the request go
  * with the connection or the session? */
 static int answered(int zrc) {

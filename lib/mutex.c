@@ -58,8 +58,8 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
   int rc = zkr__lock_path_check(path);
   if (rc != ZKR_OK)
     return rc;
-  rc = zkr__options_check("zkr_mutex_options", opts->id, opts->reserved_,
-                          sizeof opts->reserved_);
+  rc = zkr__options_check("zkr_mutex_options", opts->id, opts->max_hold_ms,
+                          opts->reserved_, sizeof opts->reserved_);
   if (rc != ZKR_OK)
     return rc;
   if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
@@ -74,6 +74,7 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
                    .state_ud = m,
                    .token = &m->hold.czxid,
                    .watch_held = opts->watch_node != 0,
+                   .max_hold_ms = opts->max_hold_ms,
                    .user = 1};
   rc = zkr__queue_new(&m->q, s, path, pol, data, dlen, &qo);
   if (rc != ZKR_OK) {

@@ -70,6 +70,7 @@ void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o) {
   q->wait_fn = o->wait_fn;
   q->wait_ud = o->wait_ud;
   q->watch_held = o->watch_held != 0;
+  q->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : 0;
   q->quiet = o->quiet != 0;
   q->user = o->user != 0;
   size_t n = o->own_root ? strlen(o->own_root) : 0;

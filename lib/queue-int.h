@@ -65,7 +65,9 @@ struct zkr__queue {
   struct qctx *watch_ctx; /* its callback context, while registered */
   char *watch_path;
   int64_t deadline;
-  uint64_t timer_id;
+  int64_t max_hold_ms; /* zkr__qopts.max_hold_ms */
+  int64_t lost_czxid;  /* the last node lost, and why (zkr_lost_cause) */
+  uint64_t timer_id;   /* the deadline's, or once held the maximum hold's */
   struct qctx *timer_ctx;
   struct post *dpost;  /* the result's way to the user, from start */
   struct post *orphan; /* a result to deliver after unlocking */
@@ -131,6 +133,7 @@ struct zkr__queue {
   unsigned char wait_open;    /* an acquisition is being timed */
   unsigned char hold_open;    /* a hold is being timed */
   unsigned char waited;       /* this acquisition waited for a blocker */
+  unsigned char lost_cause;   /* see lost_czxid */
 };
 
 /* Context of one asynchronous request. */
@@ -190,6 +193,7 @@ int zkr__q_tell_waiting(zkr__queue *q);
 /* monitoring: an acquisition starts; a hold ends (@lost: by a loss) */
 void zkr__q_wait_begin(zkr__queue *q);
 void zkr__q_wait_end(zkr__queue *q, int rc); /* (queue-stats.c) */
+/* @lost: 0 (released) or the zkr_lost_cause */
 void zkr__q_hold_end(zkr__queue *q, int lost);
 
 /* ---- sending requests (queue-steps.c) ---- */
@@ -208,7 +212,9 @@ void zkr__q_step_create(zkr__queue *q);
 void zkr__q_relist(zkr__queue *q);
 void zkr__q_resume(zkr__queue *q);
 void zkr__q_restart(zkr__queue *q);
-void zkr__q_lose(zkr__queue *q);
+/* @cause: a zkr_lost_cause */
+void zkr__q_lose(zkr__queue *q, int cause);
+void zkr__q_cancel_timer(zkr__queue *q);
 void zkr__q_arm_held_watch(zkr__queue *q);
 void zkr__q_verify_held(zkr__queue *q);
 #endif

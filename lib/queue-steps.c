@@ -668,8 +668,11 @@ void zkr__q_restart(zkr__queue *q) {
 /* Under mu: a held node is lost (session gone, or the node deleted): LOST;
  * then idle (release() reports ZKR_ELOCKLOST once), or with
  * ZKR__QLOSS_REQUEUE queued again at the back without a deadline. */
-void zkr__q_lose(zkr__queue *q) {
-  zkr__q_hold_end(q, 1);
+void zkr__q_lose(zkr__queue *q, int cause) {
+  q->lost_czxid = q->czxid;
+  q->lost_cause = (unsigned char)cause;
+  zkr__q_cancel_timer(q); /* the maximum hold's */
+  zkr__q_hold_end(q, cause);
   zkr__q_drop_watch(q, 0);
   zkr__q_clear_node(q);
   q->phase = Q_IDLE;
@@ -703,7 +706,7 @@ static void held_watch_cb(zkr_session *s, int type, const char *path,
   if (zkr__q_callback_enter(c, Q_HELD) && c->watch_id == q->watch_id) {
     zkr__q_watch_consumed(q);
     if (type == ZOO_DELETED_EVENT)
-      zkr__q_lose(q); /* deleted by another client */
+      zkr__q_lose(q, ZKR_LOST_DELETED); /* deleted by another client */
     else
       zkr__q_arm_held_watch(q); /* changed (e.g. a revocation request): again */
   }
@@ -718,7 +721,7 @@ static void held_exists_cb(int rc, const struct Stat *stat, const void *data) {
       q->watch_id != 0) {
     if (rc == ZNONODE) {
       zkr__q_drop_watch(q, 1); /* exists() left a watch for its creation */
-      zkr__q_lose(q);
+      zkr__q_lose(q, ZKR_LOST_DELETED);
     } else if (rc != ZOK) {
       /* not set: set again once the connection is back (verify_cb) */
       zkr__q_drop_watch(q, 0);
@@ -766,7 +769,7 @@ static void verify_cb(int rc, const struct Stat *stat, const void *data) {
       zkr__q_arm_held_watch(
           q); /* if its request was lost with the connection */
     } else if (rc == ZNONODE) {
-      zkr__q_lose(q); /* deleted under us */
+      zkr__q_lose(q, ZKR_LOST_DELETED); /* deleted under us */
     }
     /* other errors: stays SUSPECT until the next event */
   }

@@ -158,7 +158,7 @@ void zkr__q_lock_checked(zkr__queue *q) {
    * posted before the caller returns. The session's hook, when it runs,
    * finds the node lost already. */
   if (q->phase == Q_HELD && !zkr__session_alive(q->s, q->gen))
-    zkr__q_lose(q);
+    zkr__q_lose(q, ZKR_LOST_SESSION);
 }
 
 struct qctx *zkr__q_ctx_new(zkr__queue *q) {
@@ -261,7 +261,7 @@ void zkr__q_watch_consumed(zkr__queue *q) {
   q->watch_path = NULL;
 }
 
-static void cancel_timer(zkr__queue *q) {
+void zkr__q_cancel_timer(zkr__queue *q) {
   if (q->timer_id) {
     if (zkr__timer_cancel(q->s, q->timer_id))
       zkr__q_ctx_forget(q, q->timer_ctx); /* the timer will never run */
@@ -404,7 +404,7 @@ void zkr__q_set_lstate(zkr__queue *q, zkr__qstate st) {
     return;
   q->lstate = st;
   if (st == ZKR__Q_LOST)
-    zkr__q_hold_end(q, 1);
+    zkr__q_hold_end(q, q->lost_cause ? q->lost_cause : ZKR_LOST_SESSION);
   else if (q->token && (st == ZKR__Q_HELD || st == ZKR__Q_SUSPECT))
     atomic_store(q->token, q->czxid);
   q_wake(q);
@@ -465,10 +465,41 @@ static void abandon(zkr__queue *q) {
   q->create_unknown = 0;
 }
 
+static void max_hold_fired(void *arg);
+
+/* Under mu: the hold reached its maximum: delete our node (in the
+ * background, once connected if need be) and lose it. */
+static void give_up(zkr__queue *q) {
+  if (q->node_path)
+    zkr__session_bg_delete(q->s, q->node_path, q->gen);
+  zkr__q_lose(q, ZKR_LOST_MAX_HOLD);
+}
+
+/* Under mu, just held: with a maximum hold, its timer (in the deadline's
+ * slot, free from now on). Without memory for it the hold is given up at
+ * once: a maximum that cannot be enforced is not promised. */
+static void arm_max_hold(zkr__queue *q) {
+  if (q->max_hold_ms <= 0)
+    return;
+  struct qctx *c = zkr__q_ctx_new(q);
+  q->timer_ctx = c;
+  if (!c || zkr__timer_add(q->s, zkr__deadline(q->max_hold_ms), max_hold_fired,
+                           c, &q->timer_id) != ZKR_OK) {
+    q->timer_ctx = NULL;
+    q->timer_id = 0;
+    zkr__q_ctx_forget(q, c);
+    zkr__log(ZKR_LOG_ERROR,
+             "out of memory: the maximum hold of a node of %s "
+             "cannot be timed; given up now",
+             q->parent);
+    give_up(q);
+  }
+}
+
 /* Under mu: the attempt ends with @rc. */
 void zkr__q_finish(zkr__queue *q, int rc) {
   zkr__q_wait_end(q, rc);
-  cancel_timer(q);
+  zkr__q_cancel_timer(q);
   q->waiting_conn = 0;
   if (rc == ZKR_OK) {
     /* a blocker's watch goes; one on our own node (set by hold_now's
@@ -481,6 +512,7 @@ void zkr__q_finish(zkr__queue *q, int rc) {
     q->phase = Q_HELD;
     zkr__q_set_lstate(q, ZKR__Q_HELD);
     zkr__q_arm_held_watch(q);
+    arm_max_hold(q);
   } else {
     abandon(q);
     q->phase = Q_IDLE;
@@ -523,7 +555,7 @@ static void state_hook(zkr_session *s, zkr_session_event ev, int64_t sid,
   case ZKR_EV_LOST:
   case ZKR_EV_CLOSED:
     if (q->phase == Q_HELD) {
-      zkr__q_lose(q); /* the node went with the session */
+      zkr__q_lose(q, ZKR_LOST_SESSION); /* the node went with the session */
     } else if (acquiring(q)) {
       if (ev == ZKR_EV_CLOSED) {
         zkr__q_finish(q, ZKR_ECLOSED);
@@ -567,6 +599,20 @@ static void deadline_fired(void *arg) {
   }
   if (c->acq == q->acq && acquiring(q))
     zkr__q_finish(q, ZKR_ETIMEDOUT);
+  q_unlock(q);
+  ctx_done(c);
+}
+
+static void max_hold_fired(void *arg) {
+  struct qctx *c = arg;
+  zkr__queue *q = c->q;
+  zkr__q_lock_checked(q);
+  if (c == q->timer_ctx) {
+    q->timer_id = 0;
+    q->timer_ctx = NULL;
+    if (c->acq == q->acq && c->attempt == q->attempt && q->phase == Q_HELD)
+      give_up(q);
+  }
   q_unlock(q);
   ctx_done(c);
 }
@@ -636,7 +682,8 @@ void zkr__queue_free(zkr__queue *q) {
   if (acquiring(q))
     zkr__q_finish(q, ZKR_ECANCELED);
   if (q->phase == Q_HELD) {
-    zkr__q_hold_end(q, q->lstate == ZKR__Q_LOST);
+    zkr__q_cancel_timer(q); /* the maximum hold's */
+    zkr__q_hold_end(q, q->lstate == ZKR__Q_LOST ? q->lost_cause : 0);
     zkr__q_drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->node_path && q->lstate != ZKR__Q_LOST)
       zkr__session_bg_delete(q->s, q->node_path, q->gen);
@@ -770,7 +817,8 @@ int zkr__queue_release(zkr__queue *q) {
     if (q->lstate == ZKR__Q_LOST)
       q->lstate = ZKR__Q_UNLOCKED; /* reported once */
   } else {
-    zkr__q_hold_end(q, q->lstate == ZKR__Q_LOST);
+    zkr__q_cancel_timer(q); /* the maximum hold's */
+    zkr__q_hold_end(q, q->lstate == ZKR__Q_LOST ? q->lost_cause : 0);
     zkr__q_drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->lstate == ZKR__Q_LOST)
       rc = ZKR_ELOCKLOST;
@@ -785,10 +833,19 @@ int zkr__queue_release(zkr__queue *q) {
   return rc;
 }
 
+zkr_lost_cause zkr__queue_lost_cause(zkr__queue *q, int64_t czxid) {
+  zkr__q_lock_checked(q);
+  zkr_lost_cause c = ZKR_LOST_NONE;
+  if (czxid != 0 && q->lost_czxid == czxid)
+    c = (zkr_lost_cause)q->lost_cause;
+  q_unlock(q);
+  return c;
+}
+
 void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid) {
   pthread_mutex_lock(&q->mu);
   if (q->phase == Q_HELD && q->czxid == czxid)
-    zkr__q_lose(q);
+    zkr__q_lose(q, ZKR_LOST_DELETED);
   q_unlock(q);
 }
 

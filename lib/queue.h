@@ -109,6 +109,9 @@ typedef struct zkr__qopts {
   const char *own_root;
   /* watch our own node while held (zkr__queue_watch_held()) */
   int watch_held;
+  /* the maximum hold: a node held this long (ms, from the grant) is given
+   * up: deleted, and the hold LOST with ZKR_LOST_MAX_HOLD (0: none) */
+  int64_t max_hold_ms;
   /* keep no figures, send no lock events, arm no alarms (the semaphore's
    * queues: the semaphore keeps its own) */
   int quiet;
@@ -165,6 +168,9 @@ int zkr__queue_info(zkr__queue *q, zkr__qinfo *out, char *path, size_t len);
 /* Our node, the one with @czxid, was found deleted (by a guarded write):
  * LOST, if it is still the one held. */
 void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid);
+/* Why the hold of the node with @czxid was lost: ZKR_LOST_NONE unless it
+ * is the last node this object lost (after the session clock is applied). */
+zkr_lost_cause zkr__queue_lost_cause(zkr__queue *q, int64_t czxid);
 /* Post fn(q, rc, ud) to the event thread (not called once the queue is
  * freed). */
 int zkr__queue_post_result(zkr__queue *q, zkr__queue_done_fn fn, void *ud,

@@ -43,13 +43,17 @@ int zkr__contender_id_check(const char *id) {
   return ZKR_OK;
 }
 
-int zkr__options_check(const char *type, const char *id,
+int zkr__options_check(const char *type, const char *id, int64_t max_hold_ms,
                        const unsigned char *reserved, size_t n) {
   if (id && zkr__contender_id_check(id) != ZKR_OK) {
     zkr__log(ZKR_LOG_ERROR,
              "%s: id is empty, longer than 256 bytes or holds a control "
              "character",
              type);
+    return ZKR_EINVAL;
+  }
+  if (max_hold_ms < 0) {
+    zkr__log(ZKR_LOG_ERROR, "%s: max_hold_ms is negative", type);
     return ZKR_EINVAL;
   }
   return zkr__reserved_check(reserved, n, type);

@@ -24,9 +24,10 @@ int zkr__contender_data(const char *id, char *buf, size_t len);
  * control characters. ZKR_OK or ZKR_EINVAL. */
 int zkr__contender_id_check(const char *id);
 /* The checks every recipe's options struct shares: @id NULL or valid
- * (zkr__contender_id_check()), the @n bytes of @reserved zero. ZKR_OK, or
- * ZKR_EINVAL with the reason logged, naming @type. */
-int zkr__options_check(const char *type, const char *id,
+ * (zkr__contender_id_check()), @max_hold_ms not negative, the @n bytes of
+ * @reserved zero. ZKR_OK, or ZKR_EINVAL with the reason logged, naming
+ * @type. */
+int zkr__options_check(const char *type, const char *id, int64_t max_hold_ms,
                        const unsigned char *reserved, size_t n);
 
 /* Reentrancy: which thread holds, and how many times. The engine holds

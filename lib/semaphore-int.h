@@ -69,7 +69,8 @@ struct zkr_semaphore {
   char *count_path;
   zkr_lock_state_fn state_fn;
   void *state_ud;
-  int watch_node; /* leases watch their own node while held */
+  int watch_node;      /* leases watch their own node while held */
+  int64_t max_hold_ms; /* a lease's maximum hold (0: none) */
   struct acq *acqs;
   uint64_t next_acq_id;
   zkr__figs st; /* monitoring (its queues keep none) */

@@ -132,6 +132,13 @@ static const char *lease_name(zkr_lease *l, char *buf, size_t len) {
   return slash ? slash + 1 : buf;
 }
 
+/* Why @l was lost (a zkr_lost_cause). */
+static int lease_lost_cause(zkr_lease *l) {
+  zkr_lost_cause c = zkr__queue_lost_cause(l->q, atomic_load(&l->hold.czxid));
+  return c != ZKR_LOST_NONE ? (int)c : (int)ZKR_LOST_SESSION;
+}
+
+/* @lost: 0 (released), or the zkr_lost_cause. */
 static void lease_hold_end(zkr_semaphore *sem, zkr_lease *l, int lost) {
   if (!l->hold_open)
     return;
@@ -344,7 +351,7 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
     return;
   }
   if (st == ZKR__Q_LOST)
-    lease_hold_end(sem, l, 1);
+    lease_hold_end(sem, l, lease_lost_cause(l));
   zkr_lock_state_fn fn = sem->state_fn;
   void *fud = sem->state_ud;
   zkr__obj_leave(&sem->obj);
@@ -499,8 +506,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
     return rc;
   if (strlen(path) > ZKR_SEMAPHORE_PATH_MAX)
     return ZKR_EINVAL; /* PATH/leases would be over the path limit */
-  rc = zkr__options_check("zkr_semaphore_options", opts->id, opts->reserved_,
-                          sizeof opts->reserved_);
+  rc = zkr__options_check("zkr_semaphore_options", opts->id, opts->max_hold_ms,
+                          opts->reserved_, sizeof opts->reserved_);
   if (rc != ZKR_OK)
     return rc;
   const char *cpath = opts->count_path;
@@ -539,6 +546,7 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   sem->state_fn = opts->state_fn;
   sem->state_ud = opts->state_user_data;
   sem->watch_node = opts->watch_node != 0;
+  sem->max_hold_ms = opts->max_hold_ms;
   *out = sem;
   return ZKR_OK;
 nomem:
@@ -582,6 +590,7 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
                      .wait_ud = l,
                      .own_root = sem->path,
                      .watch_held = sem->watch_node,
+                     .max_hold_ms = sem->max_hold_ms,
                      .quiet = 1};
     *rc = zkr__queue_new(&l->q, sem->obj.s, sem->leases, &sem->lease_pol,
                          sem->data, sem->datalen, &lo);
@@ -734,7 +743,8 @@ int zkr_lease_release(zkr_lease *l) {
   zkr__obj_lock(&sem->obj);
   int was = !l->released;
   l->released = 1;
-  lease_hold_end(sem, l, zkr__queue_state(l->q) == ZKR__Q_LOST);
+  lease_hold_end(
+      sem, l, zkr__queue_state(l->q) == ZKR__Q_LOST ? lease_lost_cause(l) : 0);
   zkr__hold_end(&l->hold);
   zkr__obj_unlock(&sem->obj);
   int rc = zkr__queue_release(l->q);

@@ -154,7 +154,8 @@ static void hook_run(void *arg) {
 
 static void hook_post(zkr_session *s, zkr_lock_event_type type,
                       const char *recipe, const char *path, const char *node,
-                      int err, int64_t wait_us, int64_t hold_us) {
+                      int err, zkr_fail_cause cause, int64_t wait_us,
+                      int64_t hold_us) {
   if (!s->opts.lock_hook)
     return;
   recipe = recipe ? recipe : "";
@@ -174,9 +175,7 @@ static void hook_post(zkr_session *s, zkr_lock_event_type type,
   r->ev.node = node ? memcpy(t + lr + lp, node, ln) : NULL;
   r->ev.type = type;
   r->ev.error = err;
-  r->ev.cause = type == ZKR_LOCK_EV_LOST     ? ZKR_FAIL_LOST
-                : type == ZKR_LOCK_EV_FAILED ? zkr__fail_cause(err)
-                                             : ZKR_FAIL_ERROR;
+  r->ev.cause = cause;
   r->ev.wait_us = wait_us;
   r->ev.hold_us = hold_us;
   if (zkr__session_post_user(s, NULL, hook_run, free, r) != ZKR_OK)
@@ -208,14 +207,15 @@ void zkr__stats_wait_end(zkr_session *s, zkr__figs *o, const char *recipe,
       o->handoffs++;
       INC(s->agg.handoffs);
     }
-    hook_post(s, ZKR_LOCK_EV_ACQUIRED, recipe, path, node, ZKR_OK, wait_us, 0);
+    hook_post(s, ZKR_LOCK_EV_ACQUIRED, recipe, path, node, ZKR_OK,
+              ZKR_FAIL_ERROR, wait_us, 0);
   } else {
     zkr_fail_cause c = zkr__fail_cause(rc);
     zkr__figs_more *m = more_of(o);
     if (m)
       m->failed[c]++;
     INC(s->agg.failed[c]);
-    hook_post(s, ZKR_LOCK_EV_FAILED, recipe, path, node, rc, wait_us, 0);
+    hook_post(s, ZKR_LOCK_EV_FAILED, recipe, path, node, rc, c, wait_us, 0);
   }
 }
 
@@ -229,17 +229,20 @@ void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
   hist_add(o, 1, hold_us);
   ahist_add(&s->agg.hold, hold_us);
   zkr__figs_more *m = more_of(o);
+  zkr_fail_cause c =
+      lost == ZKR_LOST_MAX_HOLD ? ZKR_FAIL_MAX_HOLD : ZKR_FAIL_LOST;
   if (lost) {
     if (m)
-      m->failed[ZKR_FAIL_LOST]++;
-    INC(s->agg.failed[ZKR_FAIL_LOST]);
+      m->failed[c]++;
+    INC(s->agg.failed[c]);
   } else {
     if (m)
       m->released++;
     INC(s->agg.released);
   }
   hook_post(s, lost ? ZKR_LOCK_EV_LOST : ZKR_LOCK_EV_RELEASED, recipe, path,
-            node, lost ? ZKR_ELOCKLOST : ZKR_OK, 0, hold_us);
+            node, lost ? ZKR_ELOCKLOST : ZKR_OK, lost ? c : ZKR_FAIL_ERROR, 0,
+            hold_us);
 }
 
 /* The first version of zkr_stats ends after losses. */

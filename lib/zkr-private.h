@@ -256,7 +256,8 @@ void zkr__figs_clear(zkr__figs *o);
 /* An object's figures, @o, under the owner's own lock; each also adds to
  * the session's figures and tells the session's lock hook. An acquisition
  * that succeeds begins @holds holds (a semaphore's: its leases), each
- * ended by zkr__stats_hold_end(). */
+ * ended by zkr__stats_hold_end() (@lost: 0, released; else the
+ * zkr_lost_cause). */
 void zkr__stats_wait_begin(zkr_session *s, zkr__figs *o);
 void zkr__stats_wait_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int rc,

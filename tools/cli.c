@@ -142,6 +142,15 @@ int id_valid(const char *id) {
   return 1;
 }
 
+void seconds_opt(const char *name, const char *arg, int zero_ok, int64_t *ms) {
+  int64_t v;
+  if (parse_seconds(arg, &v) != 0 || (v == 0 && !zero_ok))
+    usage_error("invalid %s '%s': seconds as a plain decimal, %s0.001 "
+                "(1 ms), at most " SECONDS_MAX_TEXT,
+                name, esc(arg), zero_ok ? "0 or at least " : "at least ");
+  *ms = v;
+}
+
 void run_opts_init(struct run_opts *o) {
   o->servers = default_servers();
   o->session_ms = 10000;

@@ -32,6 +32,10 @@ void usage_error(const char *fmt, ...)
  * (also inside a cluster such as "-vx") or "--name". Exits 64. */
 void option_error(int c, char *const argv[], const struct option *longopts)
     __attribute__((noreturn));
+/* A duration option's value (--max-hold, --grace): seconds by -t's rule
+ * (parse_seconds()), 0 only with @zero_ok, into *@ms; a bad value is the
+ * usage error "invalid @name 'ARG': ..." (exit 64, *@ms unchanged). */
+void seconds_opt(const char *name, const char *arg, int zero_ok, int64_t *ms);
 /* $ZKR_SERVERS if set and not empty, else 127.0.0.1:2181. */
 const char *default_servers(void);
 

@@ -32,7 +32,8 @@
  * Exit status: COMMAND's (128+N if a signal N ended it); 1, or the
  * -E value, when the lock was not acquired in time; 64 usage; 69 no server
  * reachable; 70 internal error; 75 the lock was lost (while waiting: the
- * session ended; while COMMAND ran: COMMAND was terminated); 126/127
+ * session ended; while COMMAND ran, or held for --max-hold: COMMAND was
+ * terminated); 126/127
  * COMMAND could not be run. A signal that ends the wait ends zkr-lock with
  * that signal after it left the queue.
  *
@@ -103,6 +104,10 @@ static void help(void) {
       "                             (default: COMMAND's name)\n"
       "      --kill-after SECONDS   if the lock is lost, SIGKILL COMMAND this\n"
       "                             long after SIGTERM (default 10)\n"
+      "      --max-hold SECONDS     give the lock up once held this long\n"
+      "                             (at least 0.001, at most 1000000000): its\n"
+      "                             node is deleted and COMMAND terminated as\n"
+      "                             on a loss (exit 75); default: no maximum\n"
       "  -v, --verbose              progress on stderr (contenders ahead,\n"
       "                             acquired, released); -vv adds the\n"
       "                             library's warnings, -vvv its log\n"
@@ -208,6 +213,20 @@ struct watch {
   int suspect;
 };
 
+/* How the hold was lost, for messages. */
+static const char *lost_how(void) {
+  switch (zkr_hold_lost_cause(lock_hold())) {
+  case ZKR_LOST_MAX_HOLD:
+    return "held for --max-hold; given up";
+  case ZKR_LOST_DELETED:
+    return "node deleted";
+  case ZKR_LOST_SESSION:
+    return "session expired or lost";
+  default:
+    return "session expired or node deleted";
+  }
+}
+
 /* While COMMAND runs, after each wake-up: says what changed (with -v) and
  * returns 1 when the lock was lost. */
 static int lock_lost(pid_t group, void *ud) {
@@ -217,9 +236,10 @@ static int lock_lost(pid_t group, void *ud) {
   state_changed = 0;
   zkr_lock_state st = zkr_hold_state(lock_hold());
   if (st == ZKR_LOCK_LOST) {
-    msg("%s %s lost while %s ran (session expired or node deleted): "
-        "sending SIGTERM to its process group %ld",
-        lk.permits ? "lease of" : "lock", wt->path, wt->cmd, (long)group);
+    msg("%s %s lost while %s ran (%s): sending SIGTERM to its process "
+        "group %ld",
+        lk.permits ? "lease of" : "lock", wt->path, wt->cmd, lost_how(),
+        (long)group);
     return 1;
   }
   if (verbose && st == ZKR_LOCK_SUSPECT && !wt->suspect)
@@ -230,12 +250,12 @@ static int lock_lost(pid_t group, void *ud) {
   return 0;
 }
 
-enum { OPT_PERMITS = OPT_NEXT, OPT_STATS, OPT_JSON };
+enum { OPT_PERMITS = OPT_NEXT, OPT_STATS, OPT_JSON, OPT_MAX_HOLD };
 
 int main(int argc, char **argv) {
   struct run_opts ro;
   run_opts_init(&ro);
-  int64_t timeout_ms = -1;
+  int64_t timeout_ms = -1, max_hold_ms = 0;
   long conflict = EX_CONFLICT_DEFAULT;
 
   static const struct option longopts[] = {
@@ -250,6 +270,7 @@ int main(int argc, char **argv) {
       {"permits", required_argument, NULL, OPT_PERMITS},
       {"stats", no_argument, NULL, OPT_STATS},
       {"json", no_argument, NULL, OPT_JSON},
+      {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int c;
@@ -291,6 +312,9 @@ int main(int argc, char **argv) {
     case OPT_JSON:
       stats.json = 1;
       break;
+    case OPT_MAX_HOLD:
+      seconds_opt("--max-hold", optarg, 0, &max_hold_ms);
+      break;
     default:
       option_error(c, argv, longopts);
     }
@@ -324,6 +348,8 @@ int main(int argc, char **argv) {
   if (lock_opts_set(id, acquired, on_state) != ZKR_OK)
     usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
                 esc(id));
+  lk.mo.max_hold_ms = max_hold_ms;
+  lk.so.max_hold_ms = max_hold_ms;
 
   zkr_session *s = NULL;
   int code = run_session(&ro, 1, &s);
@@ -473,8 +499,8 @@ int main(int argc, char **argv) {
   }
   if (!lost && zkr_hold_state(lock_hold()) == ZKR_LOCK_LOST) {
     lost = 1;
-    msg("%s %s was lost while %s ran (session expired or node deleted)",
-        lk.permits ? "lease of" : "lock", path, cmd[0]);
+    msg("%s %s was lost while %s ran (%s)", lk.permits ? "lease of" : "lock",
+        path, cmd[0], lost_how());
   }
   int rrc = lock_release();
   stats.released = now_ms();

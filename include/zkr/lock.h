@@ -263,6 +263,62 @@ ZKR_EXTERN int zkr_hold_node(const zkr_hold *h, char *buf, size_t len);
  */
 ZKR_EXTERN zkr_lock_state zkr_hold_state(const zkr_hold *h);
 
+/** Why a hold was lost (zkr_hold_lost_cause()). */
+typedef enum zkr_lost_cause {
+  ZKR_LOST_NONE = 0,    /**< the hold is not lost: held, released, or
+                             never taken */
+  ZKR_LOST_SESSION = 1, /**< its ZooKeeper session ended (expired, closed,
+                             or given up by the session clock) */
+  ZKR_LOST_DELETED = 2, /**< another client deleted its node */
+  ZKR_LOST_MAX_HOLD = 3 /**< it was held for its maximum hold (max_hold_ms
+                             in the options): the holder gave it up and
+                             deleted its node */
+} zkr_lost_cause;
+
+/**
+ * zkr_hold_lost_cause - why a hold was lost
+ *
+ * zkr_hold_lost_cause() returns why the hold @h was lost, while
+ * zkr_hold_state() reports it ZKR_LOCK_LOST: ZKR_LOST_SESSION (its ZooKeeper
+ * session ended), ZKR_LOST_DELETED (another client deleted its node: an
+ * operator, or a revoker that evicted it) or ZKR_LOST_MAX_HOLD (it was held
+ * for the maximum hold its object was made with, and the holder gave it up
+ * itself: its node is deleted). A hold that is not lost (held, released,
+ * never taken), and NULL, give ZKR_LOST_NONE.
+ *
+ * Like zkr_hold_state(), the call first applies the session clock.
+ *
+ * Returns:
+ * The cause.
+ *
+ * Thread safety:
+ * zkr_hold_lost_cause() does not block and may be called from any thread and
+ * from zkr callbacks, the LOST state callback among them.
+ *
+ * See also: zkr_hold_state(), zkr_lost_cause_name()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN zkr_lost_cause zkr_hold_lost_cause(const zkr_hold *h);
+
+/**
+ * zkr_lost_cause_name - the name of a loss's cause
+ *
+ * zkr_lost_cause_name() returns a short lower-case name of @cause: "none",
+ * "session", "deleted", "max-hold"; "unknown" for any other value.
+ *
+ * Returns:
+ * A static string.
+ *
+ * Thread safety:
+ * zkr_lost_cause_name() may be called from any thread.
+ *
+ * See also: zkr_hold_lost_cause()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN const char *zkr_lost_cause_name(zkr_lost_cause cause);
+
 struct zoo_op;
 struct zoo_op_result;
 /**

@@ -57,7 +57,9 @@ typedef struct zkr_mutex_options {
                                     NULL (default): none */
   zkr_lock_state_fn state_fn;  /**< told HELD, SUSPECT, LOST; NULL: none */
   void *state_user_data;       /**< given to state_fn */
-  unsigned char reserved_[64]; /**< must be zero: later fields take its
+  int64_t max_hold_ms;         /**< give a hold up after this long (ms);
+                                    0 (default): no maximum */
+  unsigned char reserved_[56]; /**< must be zero: later fields take its
                                     place */
 } zkr_mutex_options;
 
@@ -159,6 +161,16 @@ typedef struct zkr_mutex_options {
  *                    zkr_mutex_acquire() returns. It is not called after
  *                    zkr_mutex_free() has returned; state_user_data must stay
  *                    valid until then.
+ *   max_hold_ms      The maximum hold, in milliseconds: a hold still held
+ *                    this long after it was acquired is given up by the
+ *                    holder itself, whatever its state: its node is deleted
+ *                    (once connected, if the connection is down), the state
+ *                    becomes ZKR_LOCK_LOST (told to state_fn),
+ *                    zkr_hold_lost_cause() says ZKR_LOST_MAX_HOLD and the
+ *                    figures count it under ZKR_FAIL_MAX_HOLD. It bounds a
+ *                    holder that is alive but wedged, whose session would
+ *                    keep the lock forever. For a read-write lock, each half's
+ *                    holds. 0, the default: no maximum; negative is invalid.
  *   reserved_        Must be all zero.
  *
  * The mutex holds a reference on @s. Many mutexes, on one path or on many, may
@@ -170,8 +182,9 @@ typedef struct zkr_mutex_options {
  * Returns:
  *   ZKR_OK        *@out holds the new mutex, in state ZKR_LOCK_UNLOCKED.
  *   ZKR_EINVAL    @out or @s is NULL, or @opts is invalid: an empty, too
- *                 long or control-character id, or a non-zero byte in
- *                 reserved_ (logged; nothing is created).
+ *                 long or control-character id, a negative max_hold_ms,
+ *                 or a non-zero byte in reserved_ (logged; nothing is
+ *                 created).
  *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
  *                 "/zookeeper".
  *   ZKR_ECLOSED   The session is closed.

@@ -81,7 +81,9 @@ typedef struct zkr_semaphore_options {
   zkr_lock_state_fn state_fn;  /**< told HELD, SUSPECT, LOST of each lease;
                                     NULL: none */
   void *state_user_data;       /**< given to state_fn */
-  unsigned char reserved_[64]; /**< must be zero: later fields take its
+  int64_t max_hold_ms;         /**< give a lease up after this long (ms);
+                                    0 (default): no maximum */
+  unsigned char reserved_[56]; /**< must be zero: later fields take its
                                     place */
 } zkr_semaphore_options;
 
@@ -152,6 +154,13 @@ typedef struct zkr_semaphore_options {
  *                declares a lost session before the ensemble can expire it,
  *                so LOST comes before another contender can be granted the
  *                lease. NULL, the default: none.
+ *   max_hold_ms  The maximum hold of a lease, in milliseconds: a lease still
+ *                held this long after its acquisition is given up by the
+ *                holder itself: its node is deleted, it becomes
+ *                ZKR_LOCK_LOST (told to state_fn), zkr_hold_lost_cause() on
+ *                its hold says ZKR_LOST_MAX_HOLD, and the figures count it
+ *                under ZKR_FAIL_MAX_HOLD. 0, the default: no maximum;
+ *                negative is invalid.
  *   reserved_    Must be all zero.
  *
  * Returns:
@@ -159,8 +168,9 @@ typedef struct zkr_semaphore_options {
  *   ZKR_EINVAL    @out or @s is NULL; @limit is below 1 or above
  *                 ZKR_SEMAPHORE_MAX without a count path, or not 0 with
  *                 one; @path is longer than ZKR_SEMAPHORE_PATH_MAX bytes;
- *                 @opts has an empty, too long or control-character id, or a
- *                 non-zero byte in reserved_ (logged; nothing is created).
+ *                 @opts has an empty, too long or control-character id, a
+ *                 negative max_hold_ms, or a non-zero byte in reserved_
+ *                 (logged; nothing is created).
  *   ZKR_EBADPATH  @path is NULL, is not a valid path, is "/", or lies under
  *                 "/zookeeper"; or count_path in @opts is not a valid path.
  *   ZKR_ECLOSED   The session is closed.

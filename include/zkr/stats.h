@@ -51,7 +51,9 @@ typedef enum zkr_fail_cause {
   ZKR_FAIL_CLOSED = 4,   /**< the session was closed or lost for good
                               while waiting */
   ZKR_FAIL_ERROR = 5,    /**< any other error */
-  ZKR_FAIL_CAUSES = 6    /**< the number of causes */
+  ZKR_FAIL_MAX_HOLD = 6, /**< held for its maximum hold, then given up
+                              (max_hold_ms in the options) */
+  ZKR_FAIL_CAUSES = 7    /**< the number of causes */
 } zkr_fail_cause;
 
 /** The figures of a lock object or of a session. New fields are only ever

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# zkr-lock's lock control against a real server: --max-hold gives up a
+# lock, a side of a read-write lock or a lease held by a command that
+# never ends (a live loop, not a stopped process): its node deleted, the
+# command's process group terminated as on a loss, exit 75, the next
+# contender in; a command that ends in time is not touched; the option's
+# number rule (that of -t, without 0). Runs under test/with-zk.
+set -u
+. "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+zl="$builddir/tools/zkr-lock"
+[ -x "$zl" ] || skip "tools/zkr-lock not built"
+zkt_start
+export ZKR_SERVERS=$hosts
+root="/zkr-test/t-zkr-lock-control-$$"
+echo "1..17"
+
+usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
+  local d=$1 pat=$2; shift 2
+  "$zl" "$@" >"$tmp/us.out" 2>&1; local st=$?
+  [ $st -eq 64 ] && grep -qF -- "$pat" "$tmp/us.out"
+  ok $? "usage error exits 64 saying '$pat': $d (got $st: $(head -1 "$tmp/us.out"))"
+}
+
+# --- --max-hold: the numbers ---
+usage_says "--max-hold 0" "invalid --max-hold '0'" --max-hold 0 "$root/u" -- true
+usage_says "--max-hold -1" "invalid --max-hold '-1'" --max-hold -1 "$root/u" -- true
+usage_says "--max-hold 0.0004 (rounds to 0 ms)" "at least 0.001" --max-hold 0.0004 "$root/u" -- true
+usage_says "--max-hold 1e3" "invalid --max-hold '1e3'" --max-hold 1e3 "$root/u" -- true
+usage_says "--max-hold over the maximum" "at most 1000000000" --max-hold 1000000001 "$root/u" -- true
+[ "$(children "$root")" = 0 ]
+ok $? "usage errors created nothing on the server"
+
+# --- a wedged command: given up at --max-hold ---
+# The command loops (alive, running, never ending) and leaves a marker
+# each turn; zkr-lock must end it and its background child.
+wedged() { # wedged MARK: the script of a loop that never ends, with a child
+  echo "sleep 300 & while :; do date +%s%N >'$1'; sleep 0.05; done"
+}
+t0=$(date +%s%N)
+"$zl" --max-hold 1.5 --kill-after 2 --stats "$root/m" -- sh -c "$(wedged "$tmp/m.mark")" 2>"$tmp/m.err" &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/m.mark"
+ok $? "the command runs and loops"
+"$zl" -t 30 "$root/m" -- sh -c "date +%s%N >'$tmp/w.got'" 2>"$tmp/w.err" &
+w=$!; pids+=($w)
+wait $h; st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $st -eq 75 ]
+ok $? "--max-hold 1.5: exit 75 (got $st after ${ms} ms)"
+grep -q "held for --max-hold" "$tmp/m.err"
+ok $? "the message says the maximum hold was reached ($(grep -m1 lost "$tmp/m.err"))"
+grep -q "lost" "$tmp/m.err" && grep -q '"outcome"\|lost, exit status 75' "$tmp/m.err"
+ok $? "--stats says lost, exit status 75"
+m1=$(cat "$tmp/m.mark"); sleep 0.5; m2=$(cat "$tmp/m.mark")
+[ "$m1" = "$m2" ]
+ok $? "the command's loop no longer runs"
+wait $w; st=$?
+[ $st -eq 0 ] && [ -s "$tmp/w.got" ]
+ok $? "the waiter got the lock and ran (exit $st)"
+children_reach 20 0 "$root/m"
+ok $? "no node left"
+
+# --- a command that ends in time is not touched ---
+"$zl" --max-hold 30 "$root/m" -- sh -c 'exit 3'
+st=$?
+[ $st -eq 3 ]
+ok $? "a command ending before --max-hold: its own status (got $st)"
+
+# --- a read side and a lease ---
+"$zl" -r --max-hold 1 --kill-after 1 "$root/rw" -- sh -c "$(wedged "$tmp/r.mark")" 2>"$tmp/r.err"
+st=$?
+[ $st -eq 75 ] && grep -q "held for --max-hold" "$tmp/r.err"
+ok $? "--read --max-hold 1 with a wedged command: exit 75 (got $st)"
+"$zl" --permits 2 --max-hold 1 --kill-after 1 "$root/sem" -- sh -c "$(wedged "$tmp/s.mark")" 2>"$tmp/s.err"
+st=$?
+[ $st -eq 75 ] && grep -q "lease of .* lost .*held for --max-hold" "$tmp/s.err"
+ok $? "--permits 2 --max-hold 1 with a wedged command: exit 75 (got $st: $(head -1 "$tmp/s.err"))"
+[ "$(children "$root/rw")" = 0 ] && [ "$(children "$root/sem/leases")" = 0 ]
+ok $? "their nodes deleted"
