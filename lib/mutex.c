@@ -19,6 +19,8 @@ struct zkr_mutex {
   zkr__owner owner;
   zkr_lock_state_fn state_fn;
   void *state_ud;
+  zkr_revoke_fn revoke_fn;
+  void *revoke_ud;
   zkr_acquire_fn async_fn; /* one acquisition at a time */
   void *async_ud;
   zkr__gate_fn gate; /* a half of a read-write lock: checked first */
@@ -45,6 +47,15 @@ static void on_state(zkr__queue *q, zkr__qstate st, void *ud) {
   zkr_mutex *m = ud;
   (void)q;
   m->state_fn(&m->hold, zkr__lock_state_of(st), m->state_ud);
+}
+
+/* A revocation request of the term the hold has now: told to the user. */
+static void on_revoke(zkr__queue *q, int rc, void *ud) {
+  zkr_mutex *m = ud;
+  (void)rc;
+  int64_t t = zkr__queue_revoke_time(q, atomic_load(&m->hold.czxid));
+  if (t)
+    m->revoke_fn(&m->hold, t, m->revoke_ud);
 }
 
 int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
@@ -75,6 +86,8 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
                    .token = &m->hold.czxid,
                    .watch_held = opts->watch_node != 0,
                    .max_hold_ms = opts->max_hold_ms,
+                   .revoke_fn = opts->revoke_fn ? on_revoke : NULL,
+                   .revoke_ud = m,
                    .user = 1};
   rc = zkr__queue_new(&m->q, s, path, pol, data, dlen, &qo);
   if (rc != ZKR_OK) {
@@ -85,6 +98,8 @@ int zkr__mutex_make(zkr_mutex **out, zkr_session *s, const char *path,
   m->owner.reentrant = opts->reentrant != 0;
   m->state_fn = opts->state_fn;
   m->state_ud = opts->state_user_data;
+  m->revoke_fn = opts->revoke_fn;
+  m->revoke_ud = opts->revoke_user_data;
   m->gate = gate;
   m->gate_ctx = gate_ctx;
   if (gate)

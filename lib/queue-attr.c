@@ -69,7 +69,9 @@ void zkr__q_apply_opts(zkr__queue *q, const zkr__qopts *o) {
   q->state_ud = o->state_ud;
   q->wait_fn = o->wait_fn;
   q->wait_ud = o->wait_ud;
-  q->watch_held = o->watch_held != 0;
+  q->watch_held = o->watch_held != 0 || o->revoke_fn != NULL;
+  q->revoke_fn = o->revoke_fn;
+  q->revoke_ud = o->revoke_ud;
   q->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : 0;
   q->quiet = o->quiet != 0;
   q->user = o->user != 0;

@@ -65,9 +65,13 @@ struct zkr__queue {
   struct qctx *watch_ctx; /* its callback context, while registered */
   char *watch_path;
   int64_t deadline;
-  int64_t max_hold_ms; /* zkr__qopts.max_hold_ms */
-  int64_t lost_czxid;  /* the last node lost, and why (zkr_lost_cause) */
-  uint64_t timer_id;   /* the deadline's, or once held the maximum hold's */
+  int64_t max_hold_ms;  /* zkr__qopts.max_hold_ms */
+  int64_t lost_czxid;   /* the last node lost, and why (zkr_lost_cause) */
+  int64_t revoke_czxid; /* the term told of a revocation request, and */
+  int64_t revoke_mtime; /* when it was made (ms since the epoch) */
+  zkr__queue_done_fn revoke_fn; /* zkr__qopts.revoke_fn */
+  void *revoke_ud;
+  uint64_t timer_id; /* the deadline's, or once held the maximum hold's */
   struct qctx *timer_ctx;
   struct post *dpost;  /* the result's way to the user, from start */
   struct post *orphan; /* a result to deliver after unlocking */
@@ -215,6 +219,8 @@ void zkr__q_restart(zkr__queue *q);
 /* @cause: a zkr_lost_cause */
 void zkr__q_lose(zkr__queue *q, int cause);
 void zkr__q_cancel_timer(zkr__queue *q);
+/* Post revoke_fn as a user callback (queue.c). */
+void zkr__q_post_revoke(zkr__queue *q);
 void zkr__q_arm_held_watch(zkr__queue *q);
 void zkr__q_verify_held(zkr__queue *q);
 #endif

@@ -473,11 +473,29 @@ static void none_left(zkr__queue *q) {
 static void held_watch_cb(zkr_session *s, int type, const char *path,
                           void *ctx);
 
-/* watch_held: the exists on our node before holding, which sets the held
- * node's watch (kept once held, dropped otherwise) and checks that its
- * ephemeral owner is our current session. */
-static void owner_cb(int rc, const struct Stat *stat, const void *data) {
-  struct qctx *c = (struct qctx *)data;
+/* ------------------------------------------------------------------ */
+/* revocation requests (Curator's protocol: a holder's node data set to
+ * "__REVOKE__", by Revoker.attemptRevoke() or zkr_revoke()) */
+
+/* Under mu: our held node's data, read by the getData that set its watch:
+ * a revocation request is told to the recipe once per term. */
+static void check_revoke(zkr__queue *q, const char *value, int len,
+                         const struct Stat *stat) {
+  if (!q->revoke_fn || q->phase != Q_HELD || !value ||
+      len != (int)sizeof ZKR__REVOKE_DATA - 1 ||
+      memcmp(value, ZKR__REVOKE_DATA, sizeof ZKR__REVOKE_DATA - 1) != 0 ||
+      q->revoke_czxid == q->czxid)
+    return;
+  q->revoke_czxid = q->czxid;
+  q->revoke_mtime = stat ? stat->mtime : 0;
+  zkr__q_post_revoke(q);
+}
+
+/* watch_held: the exists (getData, when revocable) on our node before
+ * holding, which sets the held node's watch (kept once held, dropped
+ * otherwise) and checks that its ephemeral owner is our current session. */
+static void owner_settle(struct qctx *c, int rc, const struct Stat *stat,
+                         const char *value, int len) {
   zkr__queue *q = c->q;
   if (zkr__q_callback_enter(c, Q_LISTING) && c->list_seq == q->list_seq) {
     int64_t sid = 0;
@@ -485,6 +503,7 @@ static void owner_cb(int rc, const struct Stat *stat, const void *data) {
     if (rc == ZOK && stat && stat->ephemeralOwner == sid && c->gen == q->gen) {
       q->czxid = stat->czxid;
       zkr__q_finish(q, ZKR_OK); /* (its watch, if any, is the held one) */
+      check_revoke(q, value, len, stat);
     } else if (rc == ZOK || rc == ZNONODE) {
       zkr__log(ZKR_LOG_WARN,
                "%s: not owned by this session (or gone) when it would "
@@ -492,7 +511,7 @@ static void owner_cb(int rc, const struct Stat *stat, const void *data) {
                q->node_path);
       /* the node's deletion fires a watch on it, which nobody wants;
        * exists() on a missing node left one for its creation */
-      zkr__q_drop_watch(q, rc == ZNONODE);
+      zkr__q_drop_watch(q, rc == ZNONODE && value == NULL && len < 0);
       if (rc == ZOK)
         zkr__session_bg_delete(q->s, q->node_path, c->gen);
       requeue(q);
@@ -507,7 +526,18 @@ static void owner_cb(int rc, const struct Stat *stat, const void *data) {
   zkr__q_callback_exit(c);
 }
 
+static void owner_cb(int rc, const struct Stat *stat, const void *data) {
+  owner_settle((struct qctx *)data, rc, stat, NULL, -1);
+}
+
+static void owner_data_cb(int rc, const char *value, int len,
+                          const struct Stat *stat, const void *data) {
+  owner_settle((struct qctx *)data, rc, stat, value ? value : "", len);
+}
+
 static int send_owner_exists(zhandle_t *zh, const char *path, struct qctx *c) {
+  if (c->q->revoke_fn)
+    return zoo_aget(zh, path, 1, owner_data_cb, c);
   return zoo_aexists(zh, path, 1, owner_cb, c);
 }
 
@@ -713,24 +743,40 @@ static void held_watch_cb(zkr_session *s, int type, const char *path,
   zkr__q_callback_exit(c);
 }
 
-static void held_exists_cb(int rc, const struct Stat *stat, const void *data) {
-  struct qctx *c = (struct qctx *)data;
+/* The reply of the request that set the held node's watch: exists, or
+ * getData when revocable (@len is -1 for an exists). */
+static void held_settle(struct qctx *c, int rc, const struct Stat *stat,
+                        const char *value, int len) {
   zkr__queue *q = c->q;
-  (void)stat;
   if (zkr__q_callback_enter(c, Q_HELD) && c->watch_id == q->watch_id &&
       q->watch_id != 0) {
     if (rc == ZNONODE) {
-      zkr__q_drop_watch(q, 1); /* exists() left a watch for its creation */
+      /* exists() left a watch for its creation; getData() none */
+      zkr__q_drop_watch(q, len < 0);
       zkr__q_lose(q, ZKR_LOST_DELETED);
     } else if (rc != ZOK) {
       /* not set: set again once the connection is back (verify_cb) */
       zkr__q_drop_watch(q, 0);
+    } else {
+      check_revoke(q, value, len, stat);
     }
   }
   zkr__q_callback_exit(c);
 }
 
+static void held_exists_cb(int rc, const struct Stat *stat, const void *data) {
+  held_settle((struct qctx *)data, rc, stat, NULL, -1);
+}
+
+static void held_data_cb(int rc, const char *value, int len,
+                         const struct Stat *stat, const void *data) {
+  held_settle((struct qctx *)data, rc, stat, value ? value : "",
+              len < 0 ? 0 : len);
+}
+
 static int send_held_exists(zhandle_t *zh, const char *path, struct qctx *c) {
+  if (c->q->revoke_fn)
+    return zoo_aget(zh, path, 1, held_data_cb, c);
   return zoo_aexists(zh, path, 1, held_exists_cb, c);
 }
 

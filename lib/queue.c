@@ -833,6 +833,39 @@ int zkr__queue_release(zkr__queue *q) {
   return rc;
 }
 
+void zkr__q_post_revoke(zkr__queue *q) {
+  struct post *p = post_new(q);
+  if (!p) {
+    zkr__log(ZKR_LOG_ERROR,
+             "out of memory: a revocation request of %s was not told",
+             q->node_path ? q->node_path : q->parent);
+    return;
+  }
+  p->fn = q->revoke_fn;
+  p->ud = q->revoke_ud;
+  p->rc = ZKR_OK;
+  q_ref_locked(q);
+  if (zkr__session_post_user(q->s, p->ev, post_done, post_drop, p) != ZKR_OK) {
+    q->refs--; /* the session is closed: not told */
+    post_free(p);
+  }
+}
+
+void zkr__queue_retell_revoke(zkr__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  if (q->revoke_fn && q->phase == Q_HELD && q->czxid != 0 &&
+      q->revoke_czxid == q->czxid)
+    zkr__q_post_revoke(q);
+  q_unlock(q);
+}
+
+int64_t zkr__queue_revoke_time(zkr__queue *q, int64_t czxid) {
+  pthread_mutex_lock(&q->mu);
+  int64_t t = czxid != 0 && q->revoke_czxid == czxid ? q->revoke_mtime : 0;
+  pthread_mutex_unlock(&q->mu);
+  return t;
+}
+
 zkr_lost_cause zkr__queue_lost_cause(zkr__queue *q, int64_t czxid) {
   zkr__q_lock_checked(q);
   zkr_lost_cause c = ZKR_LOST_NONE;

@@ -112,6 +112,12 @@ typedef struct zkr__qopts {
   /* the maximum hold: a node held this long (ms, from the grant) is given
    * up: deleted, and the hold LOST with ZKR_LOST_MAX_HOLD (0: none) */
   int64_t max_hold_ms;
+  /* revocable: told revoke_fn(q, ZKR_OK, revoke_ud), as a user callback,
+   * once per term when a revocation request (ZKR__REVOKE_DATA as the held
+   * node's data) is seen; the held node is watched (watch_held), with
+   * getData instead of exists (NULL: not revocable) */
+  zkr__queue_done_fn revoke_fn;
+  void *revoke_ud;
   /* keep no figures, send no lock events, arm no alarms (the semaphore's
    * queues: the semaphore keeps its own) */
   int quiet;
@@ -168,6 +174,14 @@ int zkr__queue_info(zkr__queue *q, zkr__qinfo *out, char *path, size_t len);
 /* Our node, the one with @czxid, was found deleted (by a guarded write):
  * LOST, if it is still the one held. */
 void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid);
+/* Curator's revocation request: a holder's node data set to this. */
+#define ZKR__REVOKE_DATA "__REVOKE__"
+/* When the revocation request told for the term of @czxid was made (the
+ * node's mtime, ms since the epoch), or 0 if none was told for it. */
+int64_t zkr__queue_revoke_time(zkr__queue *q, int64_t czxid);
+/* Post revoke_fn again if a request was told for the term held now (for
+ * a recipe that had no hold to tell it to then). */
+void zkr__queue_retell_revoke(zkr__queue *q);
 /* Why the hold of the node with @czxid was lost: ZKR_LOST_NONE unless it
  * is the last node this object lost (after the session clock is applied). */
 zkr_lost_cause zkr__queue_lost_cause(zkr__queue *q, int64_t czxid);

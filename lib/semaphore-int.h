@@ -69,8 +69,10 @@ struct zkr_semaphore {
   char *count_path;
   zkr_lock_state_fn state_fn;
   void *state_ud;
-  int watch_node;      /* leases watch their own node while held */
-  int64_t max_hold_ms; /* a lease's maximum hold (0: none) */
+  int watch_node;          /* leases watch their own node while held */
+  int64_t max_hold_ms;     /* a lease's maximum hold (0: none) */
+  zkr_revoke_fn revoke_fn; /* leases are revocable */
+  void *revoke_ud;
   struct acq *acqs;
   uint64_t next_acq_id;
   zkr__figs st; /* monitoring (its queues keep none) */

@@ -206,6 +206,7 @@ static void acq_finish(zkr_semaphore *sem, struct acq *a, int rc) {
       zkr_lease *l = a->tmp[i];
       l->acq = NULL;
       zkr__hold_take(&l->hold, l->q);
+      zkr__queue_retell_revoke(l->q); /* a request seen before this */
       l->next = sem->handed;
       if (sem->handed)
         sem->handed->prev = l;
@@ -359,6 +360,17 @@ static void lease_state(zkr__queue *q, zkr__qstate st, void *ud) {
     zkr__queue_post_user(q, lease_tell, l, (int)st); /* (not once freed) */
   else if (fn)
     fn(&l->hold, zkr__lock_state_of(st), fud);
+}
+
+/* A revocation request of a lease: told once it is handed out (one seen
+ * before finds no hold yet, and is told again at the handing out). */
+static void lease_revoked(zkr__queue *q, int rc, void *ud) {
+  zkr_lease *l = ud;
+  zkr_semaphore *sem = l->sem;
+  (void)rc;
+  int64_t t = zkr__queue_revoke_time(q, atomic_load(&l->hold.czxid));
+  if (t)
+    sem->revoke_fn(&l->hold, t, sem->revoke_ud);
 }
 
 /* A lease waiter has to wait (the leases are all taken): from now on watch
@@ -547,6 +559,8 @@ int zkr_semaphore_new(zkr_semaphore **out, zkr_session *s, const char *path,
   sem->state_ud = opts->state_user_data;
   sem->watch_node = opts->watch_node != 0;
   sem->max_hold_ms = opts->max_hold_ms;
+  sem->revoke_fn = opts->revoke_fn;
+  sem->revoke_ud = opts->revoke_user_data;
   *out = sem;
   return ZKR_OK;
 nomem:
@@ -591,6 +605,8 @@ static struct acq *acq_new(zkr_semaphore *sem, int n, int64_t timeout_ms,
                      .own_root = sem->path,
                      .watch_held = sem->watch_node,
                      .max_hold_ms = sem->max_hold_ms,
+                     .revoke_fn = sem->revoke_fn ? lease_revoked : NULL,
+                     .revoke_ud = l,
                      .quiet = 1};
     *rc = zkr__queue_new(&l->q, sem->obj.s, sem->leases, &sem->lease_pol,
                          sem->data, sem->datalen, &lo);

@@ -377,6 +377,13 @@ int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,
   return run(s, &sp, deadline_ms, NULL, NULL, NULL);
 }
 
+int zkr__zk_set_stat(zkr_session *s, const char *path, const char *data,
+                     int datalen, int version, int64_t deadline_ms,
+                     zkr__result *res) {
+  struct spec sp = {OP_SET, path, data, datalen, 0, version, 0, NULL};
+  return run(s, &sp, deadline_ms, res, NULL, NULL);
+}
+
 int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
                      zkr__result *res) {
   struct spec sp = {OP_CHILDREN, path, NULL, 0, 0, -1, 0, NULL};

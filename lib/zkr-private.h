@@ -317,6 +317,10 @@ int zkr__zk_get_many(zkr_session *s, char *const *paths, int n,
                      int64_t deadline_ms, zkr__result *res, int *rcs);
 int zkr__zk_set(zkr_session *s, const char *path, const char *data, int datalen,
                 int version, int64_t deadline_ms);
+/* The same, with the node's new stat in @res->stat. */
+int zkr__zk_set_stat(zkr_session *s, const char *path, const char *data,
+                     int datalen, int version, int64_t deadline_ms,
+                     zkr__result *res);
 int zkr__zk_children(zkr_session *s, const char *path, int64_t deadline_ms,
                      zkr__result *res);
 /* A multi-op, not retried (its outcome is unknown after a connection

@@ -4,7 +4,12 @@
 # never ends (a live loop, not a stopped process): its node deleted, the
 # command's process group terminated as on a loss, exit 75, the next
 # contender in; a command that ends in time is not touched; the option's
-# number rule (that of -t, without 0). Runs under test/with-zk.
+# number rule (that of -t, without 0). Revocation: --revoke asks the
+# holders (exit 0 released or nothing held, 1 still held at -t), a
+# --revocable holder's command gets SIGTERM and zkr-lock exits with its
+# status; --grace evicts a holder that does not let go (exit 3; the
+# holder's command is terminated, exit 75); a creator-only lock refuses
+# the eviction without the credentials (exit 69). Runs under test/with-zk.
 set -u
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 zl="$builddir/tools/zkr-lock"
@@ -12,7 +17,7 @@ zl="$builddir/tools/zkr-lock"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-control-$$"
-echo "1..17"
+echo "1..33"
 
 usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
   local d=$1 pat=$2; shift 2
@@ -77,3 +82,70 @@ st=$?
 ok $? "--permits 2 --max-hold 1 with a wedged command: exit 75 (got $st: $(head -1 "$tmp/s.err"))"
 [ "$(children "$root/rw")" = 0 ] && [ "$(children "$root/sem/leases")" = 0 ]
 ok $? "their nodes deleted"
+
+# --- revocation: usage ---
+usage_says "--grace without --revoke" "--grace goes with --revoke" --grace 1 "$root/u" -- true
+usage_says "--revoke with a command" "--revoke takes no COMMAND" --revoke "$root/u" -- true
+usage_says "--revoke with --read" "--revoke asks the holders" --revoke -r "$root/u"
+usage_says "--grace -1" "invalid --grace '-1'" --revoke --grace -1 "$root/u"
+usage_says "--grace 0.0004" "0 or at least 0.001" --revoke --grace 0.0004 "$root/u"
+"$zl" --revoke "$root/none"
+ok $? "--revoke with nothing held: exit 0"
+
+# --- a --revocable holder lets go ---
+"$zl" --revocable "$root/rv" -- sh -c "trap 'echo term >\"$tmp/rv.term\"; exit 7' TERM; echo held >'$tmp/rv.held'; while :; do sleep 0.1; done" 2>"$tmp/rv.err" &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/rv.held"
+"$zl" --revoke -t 10 "$root/rv"
+st=$?
+[ $st -eq 0 ]
+ok $? "--revoke of a --revocable holder: exit 0 (got $st)"
+wait $h; st=$?
+[ $st -eq 7 ] && grep -q term "$tmp/rv.term"
+ok $? "its command got SIGTERM, zkr-lock exited with its status 7 (got $st)"
+grep -q "revocation of .* requested" "$tmp/rv.err"
+ok $? "and said why ($(head -1 "$tmp/rv.err"))"
+children_reach 20 0 "$root/rv"
+ok $? "its node is gone"
+
+# --- a holder that does not let go: -t, then --grace ---
+"$zl" --kill-after 1 "$root/ev" -- sh -c "$(wedged "$tmp/ev.mark")" 2>"$tmp/ev.err" &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/ev.mark"
+"$zl" -t 1 "$root/ev" -- true 2>/dev/null &
+w=$!; pids+=($w)
+children_reach 20 2 "$root/ev"
+"$zl" --revoke -t 1 "$root/ev" 2>"$tmp/ev1.err"
+st=$?
+[ $st -eq 1 ]
+ok $? "--revoke -t 1 of a holder that is not revocable: exit 1, still held (got $st)"
+wait $w
+"$zl" -t 30 "$root/ev" -- sh -c "echo got >'$tmp/ev.next'" 2>/dev/null &
+w=$!; pids+=($w)
+children_reach 20 2 "$root/ev"
+"$zl" --revoke -t 5 --grace 0.5 "$root/ev" 2>"$tmp/ev2.err"
+st=$?
+[ $st -eq 3 ]
+ok $? "--revoke --grace 0.5: evicted, exit 3 (got $st)"
+wait $h; st=$?
+[ $st -eq 75 ] && grep -q "node deleted" "$tmp/ev.err"
+ok $? "the evicted holder's command was terminated: exit 75 (got $st)"
+wait $w; st=$?
+[ $st -eq 0 ] && [ -s "$tmp/ev.next" ]
+ok $? "the waiter behind it was not touched, and ran next (exit $st)"
+
+# --- a creator-only lock: eviction refused without the credentials ---
+"$zl" --auth owner:pw --acl creator --kill-after 1 "$root/acl" -- sh -c "$(wedged "$tmp/acl.mark")" 2>"$tmp/acl.err" &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/acl.mark"
+"$zl" --revoke -t 2 --grace 0 "$root/acl" 2>"$tmp/acl1.err"
+st=$?
+[ $st -eq 69 ] && grep -q "not authorized" "$tmp/acl1.err"
+ok $? "--grace 0 without the credentials: exit 69 ($(tail -1 "$tmp/acl1.err"))"
+"$zl" --auth owner:pw --revoke -t 2 --grace 0 "$root/acl"
+st=$?
+[ $st -eq 3 ]
+ok $? "with --auth: evicted, exit 3 (got $st)"
+wait $h; st=$?
+[ $st -eq 75 ]
+ok $? "the holder's command terminated, exit 75 (got $st)"

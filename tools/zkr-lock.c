@@ -67,6 +67,7 @@ const char *prog = "zkr-lock";
 static atomic_int acquire_done;
 static atomic_int acquire_rc;
 static atomic_int state_changed;
+static atomic_int revoke_asked; /* --revocable: a request came */
 
 static void acquired(int rc);
 static void on_state(zkr_hold *h, zkr_lock_state st, void *ud);
@@ -74,8 +75,10 @@ static void on_state(zkr_hold *h, zkr_lock_state st, void *ud);
 static void help(void) {
   printf(
       "Usage: %s [options] PATH [--] COMMAND [ARG...]\n"
+      "       %s --revoke [-t SECONDS] [--grace SECONDS] PATH\n"
       "Run COMMAND while holding the zkr mutex at the ZooKeeper path PATH;\n"
-      "exit with COMMAND's exit status.\n"
+      "exit with COMMAND's exit status. With --revoke, ask the holders of\n"
+      "PATH to let go instead (and evict them after --grace).\n"
       "\n"
       "  -r, --read, --shared       take the read side of the read-write lock\n"
       "                             at PATH: readers run together\n"
@@ -104,6 +107,14 @@ static void help(void) {
       "                             (default: COMMAND's name)\n"
       "      --kill-after SECONDS   if the lock is lost, SIGKILL COMMAND this\n"
       "                             long after SIGTERM (default 10)\n"
+      "      --revocable            on a revocation request (zkr-lock "
+      "--revoke,\n"
+      "                             Curator's Revoker), send COMMAND SIGTERM;\n"
+      "                             the lock is released when it exits\n"
+      "      --revoke               ask the holders of PATH to let go (see\n"
+      "                             above); no COMMAND\n"
+      "      --grace SECONDS        with --revoke: evict a holder still there\n"
+      "                             after SECONDS (0 or at least 0.001)\n"
       "      --max-hold SECONDS     give the lock up once held this long\n"
       "                             (at least 0.001, at most 1000000000): its\n"
       "                             node is deleted and COMMAND terminated as\n"
@@ -122,8 +133,10 @@ static void help(void) {
       "--permits) in its environment.\n"
       "Exit status: COMMAND's (128+N if signal N ended it); 1 (or -E) lock\n"
       "not acquired in time; 64 usage; 69 no server reachable; 75 lock lost\n"
-      "(COMMAND was terminated); 126/127 COMMAND could not be run.\n",
-      prog, ZKR_SEMAPHORE_MAX);
+      "(COMMAND was terminated); 126/127 COMMAND could not be run.\n"
+      "--revoke: 0 released (or nothing held); 1 still held at -t (default\n"
+      "10 s); 3 evicted after --grace; 69 eviction refused (ACL).\n",
+      prog, prog, ZKR_SEMAPHORE_MAX);
 }
 
 /* ---- --stats ---- */
@@ -206,11 +219,20 @@ static void on_state(zkr_hold *h, zkr_lock_state st, void *ud) {
   wake();
 }
 
+static void on_revoke(zkr_hold *h, int64_t requested_ms, void *ud) {
+  (void)h;
+  (void)requested_ms;
+  (void)ud;
+  revoke_asked = 1;
+  wake();
+}
+
 /* What lock_lost() needs to say what happened. */
 struct watch {
   const char *path;
   const char *cmd;
   int suspect;
+  int revoked; /* --revocable: SIGTERM sent for a request */
 };
 
 /* How the hold was lost, for messages. */
@@ -231,6 +253,13 @@ static const char *lost_how(void) {
  * returns 1 when the lock was lost. */
 static int lock_lost(pid_t group, void *ud) {
   struct watch *wt = ud;
+  if (revoke_asked && !wt->revoked) {
+    wt->revoked = 1;
+    msg("revocation of %s requested: sending SIGTERM to %s's process group "
+        "%ld; the %s is released when it exits",
+        wt->path, wt->cmd, (long)group, lock_noun());
+    kill(-group, SIGTERM);
+  }
   if (!state_changed)
     return 0;
   state_changed = 0;
@@ -250,12 +279,53 @@ static int lock_lost(pid_t group, void *ud) {
   return 0;
 }
 
-enum { OPT_PERMITS = OPT_NEXT, OPT_STATS, OPT_JSON, OPT_MAX_HOLD };
+enum {
+  OPT_PERMITS = OPT_NEXT,
+  OPT_STATS,
+  OPT_JSON,
+  OPT_MAX_HOLD,
+  OPT_REVOCABLE,
+  OPT_REVOKE,
+  OPT_GRACE
+};
+
+/* --revoke: ask the holders of @path to let go (and evict them after
+ * --grace); the exit status as documented. */
+static int revoke_main(struct run_opts *ro, const char *path,
+                       int64_t timeout_ms, int64_t grace_ms) {
+  zkr_session *s = NULL;
+  int code = run_session(ro, 1, &s);
+  if (code != 0)
+    return session_signal ? die_by_signal(session_signal) : code;
+  zkr_revoke_result r;
+  int rc =
+      zkr_revoke(s, path, timeout_ms < 0 ? 10000 : timeout_ms, grace_ms, &r);
+  if (rc == ZKR_EBADPATH) {
+    zkr_session_close(s);
+    usage_error("invalid lock path '%s': %s", esc(path), zkr_strerror(rc));
+  }
+  if (verbose || rc != ZKR_OK)
+    msg("%s: %d holder(s) asked: %d released, %d evicted, %d still held%s",
+        path, r.holders, r.released, r.evicted, r.held,
+        r.refused ? " (the node's ACL refused: add --auth)" : "");
+  if (rc == ZKR_ENOAUTH)
+    msg("cannot %s %s: %s", grace_ms >= 0 ? "evict the holder of" : "ask", path,
+        zkr_strerror(rc));
+  zkr_session_close(s);
+  if (rc == ZKR_OK)
+    return r.evicted > 0 ? 3 : 0;
+  if (rc == ZKR_ETIMEDOUT)
+    return 1;
+  if (rc != ZKR_ENOAUTH)
+    msg("cannot revoke %s: %s", path, zkr_strerror(rc));
+  return exit_for(rc);
+}
 
 int main(int argc, char **argv) {
   struct run_opts ro;
   run_opts_init(&ro);
-  int64_t timeout_ms = -1, max_hold_ms = 0;
+  int64_t timeout_ms = -1, max_hold_ms = 0, grace_ms = -1;
+  int revocable = 0, revoke = 0;
   long conflict = EX_CONFLICT_DEFAULT;
 
   static const struct option longopts[] = {
@@ -271,6 +341,9 @@ int main(int argc, char **argv) {
       {"stats", no_argument, NULL, OPT_STATS},
       {"json", no_argument, NULL, OPT_JSON},
       {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
+      {"revocable", no_argument, NULL, OPT_REVOCABLE},
+      {"revoke", no_argument, NULL, OPT_REVOKE},
+      {"grace", required_argument, NULL, OPT_GRACE},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int c;
@@ -315,6 +388,15 @@ int main(int argc, char **argv) {
     case OPT_MAX_HOLD:
       seconds_opt("--max-hold", optarg, 0, &max_hold_ms);
       break;
+    case OPT_REVOCABLE:
+      revocable = 1;
+      break;
+    case OPT_REVOKE:
+      revoke = 1;
+      break;
+    case OPT_GRACE:
+      seconds_opt("--grace", optarg, 1, &grace_ms);
+      break;
     default:
       option_error(c, argv, longopts);
     }
@@ -324,9 +406,22 @@ int main(int argc, char **argv) {
                 "(a side of the read-write lock) exclude each other");
   if (stats.json && !stats.on)
     usage_error("--json goes with --stats");
+  if (grace_ms >= 0 && !revoke)
+    usage_error("--grace goes with --revoke");
+  if (revoke && (revocable || lk.side || lk.permits || max_hold_ms || stats.on))
+    usage_error("--revoke asks the holders of any lock at PATH: it takes no "
+                "--revocable, --read, --write, --permits, --max-hold or "
+                "--stats");
   if (optind >= argc)
     usage_error("missing PATH");
   const char *path = argv[optind++];
+  if (revoke) {
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+      optind++;
+    if (optind < argc)
+      usage_error("--revoke takes no COMMAND ('%s')", esc(argv[optind]));
+    return revoke_main(&ro, path, timeout_ms, grace_ms);
+  }
   stats.path = path;
   if (lk.permits && strlen(path) > ZKR_SEMAPHORE_PATH_MAX)
     usage_error("invalid lock path: with --permits at most %d bytes (its "
@@ -350,6 +445,10 @@ int main(int argc, char **argv) {
                 esc(id));
   lk.mo.max_hold_ms = max_hold_ms;
   lk.so.max_hold_ms = max_hold_ms;
+  if (revocable) {
+    lk.mo.revoke_fn = on_revoke;
+    lk.so.revoke_fn = on_revoke;
+  }
 
   zkr_session *s = NULL;
   int code = run_session(&ro, 1, &s);
@@ -473,7 +572,7 @@ int main(int argc, char **argv) {
     return stats_end("error", EX_SOFTWARE);
   }
   int64_t started = now_ms();
-  struct watch wt = {path, cmd[0], 0};
+  struct watch wt = {path, cmd[0], 0, 0};
   struct run_cmd run = {.cmd = cmd,
                         .env = env,
                         .oldmask = &oldmask,

@@ -72,6 +72,20 @@ typedef void (*zkr_acquire_fn)(zkr_mutex *m, int rc, void *user_data);
 typedef void (*zkr_guarded_fn)(int rc, void *user_data);
 
 /**
+ * Called once per hold when another client asks its holder to let go (a
+ * revocation request, Apache Curator's protocol: the node's data set to
+ * `__REVOKE__`, by zkr_revoke() or Curator's `Revoker.attemptRevoke()`),
+ * on the session's event thread (in dispatch mode, in
+ * zkr_session_dispatch()): @hold is the hold asked, @requested_ms when the
+ * request was made (the server's time, ms since the epoch). The holder may
+ * release (from the callback too: the release does not block), finish
+ * first, or ignore the request; a revoker may evict a holder that does not
+ * release in time (zkr_revoke() with a grace period).
+ */
+typedef void (*zkr_revoke_fn)(zkr_hold *hold, int64_t requested_ms,
+                              void *user_data);
+
+/**
  * The part a contender plays, set by the library from its node's name and
  * place (one table, lib/layout.c), in zkr_participant.role:
  *   ZKR_ROLE_OTHER      none of those below.
@@ -300,6 +314,74 @@ typedef enum zkr_lost_cause {
  * Since: 0.1.0
  */
 ZKR_EXTERN zkr_lost_cause zkr_hold_lost_cause(const zkr_hold *h);
+
+typedef struct zkr_session zkr_session;
+
+/** What zkr_revoke() did, holder by holder. */
+typedef struct zkr_revoke_result {
+  int holders;  /**< holders found, and asked to let go */
+  int released; /**< of them, gone by themselves (released, or lost) */
+  int evicted;  /**< of them, deleted by the eviction */
+  int held;     /**< of them, still held at the end */
+  int refused;  /**< of them, whose node's ACL refused the request or the
+                     eviction (counted in held too) */
+} zkr_revoke_result;
+
+/**
+ * zkr_revoke - ask the holders of a lock to let go, and evict them after a
+ * grace period
+ *
+ * zkr_revoke() asks every current holder of the lock, read-write lock,
+ * semaphore or election at @path to let go, with Apache Curator's revocation
+ * request: the data of the holder's node set to `__REVOKE__`, byte for byte
+ * what Curator's `Revoker.attemptRevoke()` writes. A zkr holder made with a
+ * revoke_fn (zkr_mutex_options, zkr_semaphore_options) is told, and so is a
+ * Curator holder that called `makeRevocable()`. The holders are those of the
+ * recipe's rule at the time of the call: the first node of a mutex, the
+ * readers before the first writer or the writer of a read-write lock, every
+ * lease node of a semaphore, an election's leader. A node already carrying a
+ * request is not written again.
+ *
+ * It then waits until every holder asked has gone (released, or lost), for
+ * at most @timeout_ms. With @grace_ms zero or more, a holder still there
+ * @grace_ms after the call began is evicted: one transaction checks that its
+ * node still has the version the request left and deletes exactly that node,
+ * so that no successor is ever deleted. An evicted zkr holder that watches
+ * its node (revoke_fn or watch_node) becomes ZKR_LOCK_LOST at once, with
+ * ZKR_LOST_DELETED; the next contender's token is larger than the evicted
+ * one's. The call returns by the later of @timeout_ms and @grace_ms (plus
+ * the eviction's round trip). A negative @grace_ms never evicts.
+ *
+ * The wait reads each remaining node every 20 to 200 ms. What happened to
+ * each holder is counted in *@out (if not NULL).
+ *
+ * Returns:
+ *   ZKR_OK        Nothing is held any more: every holder released, lost or
+ *                 was evicted, or there was none (also when @path does not
+ *                 exist).
+ *   ZKR_ETIMEDOUT A holder asked still holds at the end.
+ *   ZKR_ENOAUTH   The ACL of a holder's node refused the request or the
+ *                 eviction (a creator-only lock: add the creator's
+ *                 credentials to @s with zkr_session_options.auth).
+ *   ZKR_EBADVERSION A holder's node was written by another client each of
+ *                 the five times it was asked (nothing was evicted).
+ *   ZKR_EINVAL    @s is NULL or @timeout_ms is negative.
+ *   ZKR_EBADPATH  @path is not a valid lock path.
+ *   ZKR_EDEADLK   Called from a zkr callback.
+ *   ZKR_ENOMEM    Out of memory.
+ *   ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ECONNLOSS  The session could not be
+ *                 used.
+ *
+ * Thread safety:
+ * zkr_revoke() blocks; it may be called from any thread except zkr's
+ * callbacks.
+ *
+ * See also: zkr_mutex_new(), zkr_hold_lost_cause()
+ *
+ * Since: 0.1.0
+ */
+ZKR_EXTERN int zkr_revoke(zkr_session *s, const char *path, int64_t timeout_ms,
+                          int64_t grace_ms, zkr_revoke_result *out);
 
 /**
  * zkr_lost_cause_name - the name of a loss's cause

@@ -59,7 +59,10 @@ typedef struct zkr_mutex_options {
   void *state_user_data;       /**< given to state_fn */
   int64_t max_hold_ms;         /**< give a hold up after this long (ms);
                                     0 (default): no maximum */
-  unsigned char reserved_[56]; /**< must be zero: later fields take its
+  zkr_revoke_fn revoke_fn;     /**< told revocation requests; NULL
+                                    (default): they are ignored */
+  void *revoke_user_data;      /**< given to revoke_fn */
+  unsigned char reserved_[40]; /**< must be zero: later fields take its
                                     place */
 } zkr_mutex_options;
 
@@ -171,6 +174,18 @@ typedef struct zkr_mutex_options {
  *                    holder that is alive but wedged, whose session would
  *                    keep the lock forever. For a read-write lock, each half's
  *                    holds. 0, the default: no maximum; negative is invalid.
+ *   revoke_fn        Makes the holds revocable: each hold watches its own
+ *                    node's data (with one getData instead of the exists of
+ *                    watch_node, which it implies), and a revocation request
+ *                    (the data set to `__REVOKE__`, byte for byte Apache
+ *                    Curator's, by zkr_revoke() or Curator's
+ *                    `Revoker.attemptRevoke()`) calls revoke_fn once per hold
+ *                    with revoke_user_data and the request's time, as the
+ *                    state callback is called. What to do is the holder's
+ *                    choice: release, or finish first, or ignore it (a
+ *                    revoker may then evict the hold: it becomes
+ *                    ZKR_LOCK_LOST with ZKR_LOST_DELETED). NULL, the default:
+ *                    requests are ignored. See the guide's revocation.md.
  *   reserved_        Must be all zero.
  *
  * The mutex holds a reference on @s. Many mutexes, on one path or on many, may

@@ -83,7 +83,10 @@ typedef struct zkr_semaphore_options {
   void *state_user_data;       /**< given to state_fn */
   int64_t max_hold_ms;         /**< give a lease up after this long (ms);
                                     0 (default): no maximum */
-  unsigned char reserved_[56]; /**< must be zero: later fields take its
+  zkr_revoke_fn revoke_fn;     /**< told revocation requests of a lease;
+                                    NULL (default): they are ignored */
+  void *revoke_user_data;      /**< given to revoke_fn */
+  unsigned char reserved_[40]; /**< must be zero: later fields take its
                                     place */
 } zkr_semaphore_options;
 
@@ -161,6 +164,11 @@ typedef struct zkr_semaphore_options {
  *                its hold says ZKR_LOST_MAX_HOLD, and the figures count it
  *                under ZKR_FAIL_MAX_HOLD. 0, the default: no maximum;
  *                negative is invalid.
+ *   revoke_fn    Makes the leases revocable, as for a mutex
+ *                (zkr_mutex_new()): a lease handed out watches its node's
+ *                data, and a revocation request calls revoke_fn once per
+ *                lease, with revoke_user_data, the lease's hold and the
+ *                request's time. NULL, the default: requests are ignored.
  *   reserved_    Must be all zero.
  *
  * Returns:
