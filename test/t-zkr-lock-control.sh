@@ -17,7 +17,7 @@ zl="$builddir/tools/zkr-lock"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-control-$$"
-echo "1..33"
+echo "1..34"
 
 usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
   local d=$1 pat=$2; shift 2
