@@ -19,6 +19,10 @@
 struct zkr_hold {
   zkr__queue *q;
   _Atomic int64_t czxid; /* the term's node; 0: released (or not yet held) */
+  /* a multi-lock set's hold: its @nset members' queues (q is the first),
+   * all holding nodes of the one czxid; NULL and 0 for one queue */
+  zkr__queue **set;
+  int nset;
 };
 
 /* Point @h (whose q, @q, its owner set when it made it) at the term @q

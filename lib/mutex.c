@@ -38,6 +38,10 @@ static const zkr__qpolicy *mutex_policy_of(const char *name, void *ctx) {
   return &mutex_policy;
 }
 
+const zkr__qpolicy *zkr__mutex_policy(void) {
+  return &mutex_policy;
+}
+
 /* ---- the object ---- */
 
 /* Only with a state_fn: the engine keeps the hold's token itself

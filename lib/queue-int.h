@@ -138,6 +138,10 @@ struct zkr__queue {
   unsigned char hold_open;    /* a hold is being timed */
   unsigned char waited;       /* this acquisition waited for a blocker */
   unsigned char lost_cause;   /* see lost_czxid */
+  unsigned char member;       /* the node is a set's (made with the set's
+                                 other nodes in one transaction): where it
+                                 would be made anew, the acquisition ends
+                                 with ZKR_ELOCKLOST instead */
 };
 
 /* Context of one asynchronous request. */
@@ -213,6 +217,8 @@ int zkr__q_watch_request(zkr__queue *q, zhandle_t *zh, zkr__watch_kind kind,
 
 /* ---- the steps (queue-steps.c) ---- */
 void zkr__q_step_create(zkr__queue *q);
+/* Read the owner and czxid of the node named (a set's member), then list. */
+void zkr__q_step_adopt(zkr__queue *q);
 void zkr__q_relist(zkr__queue *q);
 void zkr__q_resume(zkr__queue *q);
 void zkr__q_restart(zkr__queue *q);

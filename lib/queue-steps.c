@@ -22,6 +22,10 @@ static int step_list(zkr__queue *q);
 static void step_watch(zkr__queue *q);
 static void step_adopt(zkr__queue *q);
 
+void zkr__q_step_adopt(zkr__queue *q) {
+  step_adopt(q);
+}
+
 /* ------------------------------------------------------------------ */
 /* create */
 
@@ -163,6 +167,13 @@ static void create_cb(int rc, const char *value, const struct Stat *stat,
 }
 
 void zkr__q_step_create(zkr__queue *q) {
+  if (q->member) {
+    /* a set's member is created with the set, never alone: the set
+     * starts over */
+    zkr__q_clear_node(q);
+    zkr__q_finish(q, ZKR_ELOCKLOST);
+    return;
+  }
   char prefix[ZKR__QPREFIX_LEN];
   zkr__q_prefix(q, prefix);
   size_t len =
@@ -682,6 +693,10 @@ void zkr__q_resume(zkr__queue *q) {
 void zkr__q_restart(zkr__queue *q) {
   zkr__q_drop_watch(q, 0);
   zkr__q_clear_node(q);
+  if (q->member) {
+    zkr__q_finish(q, ZKR_ELOCKLOST); /* the set starts over */
+    return;
+  }
   zkr__q_clear_preds(q);
   q->create_unknown = 0;
   q->list_sent = 0;

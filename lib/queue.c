@@ -700,7 +700,8 @@ void zkr__queue_free(zkr__queue *q) {
 }
 
 static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
-                 void *ud, int fixed, int32_t fixed_seq, uint64_t fixed_gen) {
+                 void *ud, int fixed, int32_t fixed_seq, uint64_t fixed_gen,
+                 const char *member) {
   pthread_mutex_lock(&q->mu);
   if (q->phase != Q_IDLE) {
     pthread_mutex_unlock(&q->mu);
@@ -762,13 +763,19 @@ static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
   q->fixed = fixed;
   q->fixed_seq = fixed_seq;
   q->fixed_gen = fixed_gen;
+  q->member = member != NULL;
   q->waited = 0;
   zkr__q_wait_begin(q);
   zkr__q_new_uuid(q);
-  if (fixed && zkr__session_generation(q->s, NULL) != fixed_gen)
-    zkr__q_finish(q,
-                  ZKR_ELOCKLOST); /* the write node's session is gone already */
-  else
+  if ((fixed || member) && zkr__session_generation(q->s, NULL) != fixed_gen)
+    zkr__q_finish(q, ZKR_ELOCKLOST); /* the node's session is gone already */
+  else if (member && zkr__q_set_node(q, member) != ZKR_OK)
+    zkr__q_finish(q, ZKR_ENOMEM);
+  else if (member) {
+    q->gen = fixed_gen;
+    q->phase = Q_LISTING;
+    zkr__q_step_adopt(q); /* its owner and czxid, then its place */
+  } else
     zkr__q_step_create(q);
   /* If the create could not even be sent because the session is between
    * ZooKeeper sessions, the state hook resumes it. */
@@ -778,14 +785,22 @@ static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
 
 int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
                      void *ud) {
-  return start(q, timeout_ms, fn, ud, 0, 0, 0);
+  return start(q, timeout_ms, fn, ud, 0, 0, 0, NULL);
+}
+
+int zkr__queue_start_member(zkr__queue *q, const char *name, uint64_t gen,
+                            int64_t timeout_ms, zkr__queue_done_fn fn,
+                            void *ud) {
+  if (!name)
+    return ZKR_EINVAL;
+  return start(q, timeout_ms, fn, ud, 0, 0, gen, name);
 }
 
 int zkr__queue_join_at(zkr__queue *q, int32_t seq, uint64_t gen,
                        int64_t timeout_ms, zkr__queue_done_fn fn, void *ud) {
   if (!q->pol->late || strcmp(q->pol->late, q->pol->name) != 0)
     return ZKR_EINVAL; /* the layout does not let this kind join late */
-  return start(q, timeout_ms, fn, ud, 1, seq, gen);
+  return start(q, timeout_ms, fn, ud, 1, seq, gen, NULL);
 }
 
 int zkr__queue_wait(zkr__queue *q) {

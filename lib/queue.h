@@ -150,6 +150,16 @@ int zkr__queue_start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
  * creating). */
 int zkr__queue_join_at(zkr__queue *q, int32_t seq, uint64_t gen,
                        int64_t timeout_ms, zkr__queue_done_fn fn, void *ud);
+/* Start an acquisition with a node the caller made (@name, a child of the
+ * parent, in ZooKeeper session generation @gen): a multi-lock set's
+ * member, made in one transaction with the set's other nodes. The engine
+ * reads its owner and czxid, then queues as usual; where it would make a
+ * node anew (the session lost while waiting, the node found gone or not
+ * ours), the acquisition ends with ZKR_ELOCKLOST instead, and the caller
+ * starts the whole set over. */
+int zkr__queue_start_member(zkr__queue *q, const char *name, uint64_t gen,
+                            int64_t timeout_ms, zkr__queue_done_fn fn,
+                            void *ud);
 /* Wait for the result of the acquisition started last. */
 int zkr__queue_wait(zkr__queue *q);
 int zkr__queue_cancel(zkr__queue *q);

@@ -67,6 +67,11 @@ int zkr__participants(zkr_session *s, const char *path, zkr__policy_of pol_of,
                       void *ctx, zkr__place place, const char *prefix,
                       int64_t timeout_ms, zkr_participant **out, size_t *count);
 
+/* The lock recipes' policies, for a multi-lock's members: the mutex's
+ * (mutex.c), the read-write lock's read or write half's (rwlock.c). */
+const zkr__qpolicy *zkr__mutex_policy(void);
+const zkr__qpolicy *zkr__rwlock_policy(int write);
+
 /* ---- mutex objects of other policies (mutex.c) ---- */
 
 /* A gate, checked before a mutex object starts an acquisition (each half

@@ -37,6 +37,10 @@ static const zkr__qpolicy write_policy = {.name = ZKR__MARK_WRITE,
                                           .late = ZKR__MARK_READ,
                                           .foreign = zkr__semaphore_child};
 
+const zkr__qpolicy *zkr__rwlock_policy(int write) {
+  return write ? &write_policy : &read_policy;
+}
+
 static const zkr__qpolicy *policy_of(const char *name, void *ctx) {
   (void)ctx;
   return zkr__is_reader(name) ? &read_policy : &write_policy;

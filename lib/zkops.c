@@ -149,7 +149,10 @@ static int start(zhandle_t *zh, const struct spec *sp, struct op *op) {
   switch (sp->kind) {
   case OP_CREATE:
     return zoo_acreate2(zh, sp->path, sp->data, sp->datalen,
-                        zkr__session_acl(op->s), sp->flags, string_stat_cb, op);
+                        (sp->flags & ZKR__CREATE_OPEN)
+                            ? &ZOO_OPEN_ACL_UNSAFE
+                            : zkr__session_acl(op->s),
+                        sp->flags & ~ZKR__CREATE_OPEN, string_stat_cb, op);
   case OP_DELETE:
     return zoo_adelete(zh, sp->path, sp->version, void_cb, op);
   case OP_EXISTS:

@@ -301,6 +301,9 @@ void zkr__result_clear(zkr__result *r);
 /* Each returns a zkr code. Connection loss and operation time-outs are
  * retried with bounded back-off until @deadline_ms (absolute monotonic;
  * negative = no deadline). */
+/* A flag of zkr__zk_create(): the open ACL, not the session's (a lock
+ * path's ancestors, shared with other locks). Not ZooKeeper's. */
+#define ZKR__CREATE_OPEN 0x40000000
 int zkr__zk_create(zkr_session *s, const char *path, const char *data,
                    int datalen, int flags, int64_t deadline_ms,
                    zkr__result *res);

@@ -8,6 +8,7 @@
 #include <zkr/lock.h>
 #include <zkr/mutex.h>
 #include <zkr/rwlock.h>
+#include <zkr/multilock.h>
 #include <zkr/semaphore.h>
 #include <zkr/election.h>
 #include <zkr/stats.h>

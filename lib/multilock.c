@@ -1,0 +1,606 @@
+/*
+ * The multi-lock (zkr/multilock.h): N locks acquired as one set. One
+ * transaction (a ZooKeeper multi) makes every member's node, all with one
+ * prefix and one czxid; each member is then an engine contender started on
+ * that node (zkr__queue_start_member), with its lock's own policy. The set
+ * holds when every member holds; the first member to fail ends the
+ * acquisition of all (their nodes deleted); a member that would have to
+ * make its node anew (its session lost while waiting) makes the whole set
+ * start over with a new transaction, so that the order of two sets' nodes
+ * is the order of their transactions in every queue they share.
+ *
+ * Owns: the set, its acquisition, its state and its hold. Must not touch:
+ * the engine's internals (queue.h only), other recipes' objects (their
+ * policies come from recipe.h).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "hold.h"
+#include "object.h"
+#include "queue.h"
+#include "recipe.h"
+
+enum { ML_IDLE, ML_ACQUIRING, ML_HELD, ML_LOST };
+
+struct member {
+  zkr_multilock *ml;
+  char *path;
+  const zkr__qpolicy *pol;
+  zkr__queue *q;
+  int done, rc; /* this attempt's result */
+};
+
+struct state_call {
+  zkr__obj_call c;
+  zkr_lock_state st;
+};
+
+struct zkr_multilock {
+  zkr__obj obj; /* first: the base (lock, references, deferred calls) */
+  int n;
+  struct member *m;
+  zkr__queue **qs; /* the members' queues, for the hold */
+  zkr_hold hold;
+  char data[700];
+  int datalen;
+  zkr_lock_state_fn state_fn;
+  void *state_ud;
+  int phase;
+  int cancel;
+  int in_acquire;      /* an acquisition runs (on some thread) */
+  zkr_lock_state told; /* the last state told to state_fn */
+};
+
+/* ---- the user's state callback ---- */
+
+static void state_call_run(zkr__obj *o, zkr__obj_call *c, int call) {
+  zkr_multilock *ml = (zkr_multilock *)o;
+  struct state_call *sc = (struct state_call *)c;
+  if (call && ml->state_fn)
+    ml->state_fn(&ml->hold, sc->st, ml->state_ud);
+  free(sc);
+}
+
+/* Under the lock: tell @st if it is a change. */
+static void tell(zkr_multilock *ml, zkr_lock_state st) {
+  if (!ml->state_fn || st == ml->told || ml->obj.freed)
+    return;
+  struct state_call *sc = calloc(1, sizeof *sc);
+  if (!sc) {
+    zkr__log(ZKR_LOG_ERROR, "out of memory: a multi-lock's state change "
+                            "was not told");
+    return;
+  }
+  ml->told = st;
+  sc->c.fn = state_call_run;
+  sc->st = st;
+  zkr__obj_defer(&ml->obj, &sc->c);
+}
+
+/* ---- the members' callbacks (event thread) ---- */
+
+static void member_done(zkr__queue *q, int rc, void *ud) {
+  struct member *mb = ud;
+  zkr_multilock *ml = mb->ml;
+  (void)q;
+  zkr__obj_enter(&ml->obj);
+  mb->done = 1;
+  mb->rc = rc;
+  zkr__obj_broadcast(&ml->obj);
+  zkr__obj_leave(&ml->obj);
+}
+
+/* The set's state from its members' (under the lock, while held). */
+static zkr_lock_state set_state(zkr_multilock *ml) {
+  zkr_lock_state w = ZKR_LOCK_HELD;
+  for (int i = 0; i < ml->n; i++) {
+    zkr_lock_state st = zkr__lock_state_of(zkr__queue_state(ml->m[i].q));
+    if (st == ZKR_LOCK_LOST || st == ZKR_LOCK_UNLOCKED)
+      return ZKR_LOCK_LOST;
+    if (st == ZKR_LOCK_SUSPECT)
+      w = st;
+  }
+  return w;
+}
+
+/* Under the lock: a member was lost while the set was held: the set is
+ * lost, and the other members' nodes are let go at once. */
+static void set_lost(zkr_multilock *ml) {
+  ml->phase = ML_LOST;
+  for (int i = 0; i < ml->n; i++)
+    if (zkr__queue_state(ml->m[i].q) != ZKR__Q_LOST)
+      zkr__queue_release(ml->m[i].q);
+  tell(ml, ZKR_LOCK_LOST);
+}
+
+static void member_state(zkr__queue *q, zkr__qstate st, void *ud) {
+  struct member *mb = ud;
+  zkr_multilock *ml = mb->ml;
+  (void)q;
+  zkr__obj_enter(&ml->obj);
+  if (ml->phase == ML_HELD) {
+    if (st == ZKR__Q_LOST)
+      set_lost(ml);
+    else
+      tell(ml, set_state(ml));
+  }
+  zkr__obj_leave(&ml->obj);
+}
+
+/* ---- the object ---- */
+
+static void ml_destroy(zkr__obj *o) {
+  zkr_multilock *ml = (zkr_multilock *)o;
+  for (int i = 0; i < ml->n; i++)
+    free(ml->m[i].path);
+  free(ml->m);
+  free(ml->qs);
+  free(ml);
+}
+
+int zkr_multilock_new(zkr_multilock **out, zkr_session *s,
+                      const zkr_multilock_member *members, int n,
+                      const zkr_multilock_options *opts) {
+  static const zkr_multilock_options none;
+  if (!opts)
+    opts = &none;
+  if (!out || !s || !members || n < 1 || n > ZKR_MULTILOCK_MAX)
+    return ZKR_EINVAL;
+  for (int i = 0; i < n; i++) {
+    int rc = zkr__lock_path_check(members[i].path);
+    if (rc != ZKR_OK)
+      return rc;
+    if (members[i].kind < ZKR_MULTILOCK_MUTEX ||
+        members[i].kind > ZKR_MULTILOCK_WRITE)
+      return ZKR_EINVAL;
+    for (int j = 0; j < i; j++)
+      if (strcmp(members[i].path, members[j].path) == 0) {
+        zkr__log(ZKR_LOG_ERROR, "zkr_multilock_new: %s is named twice",
+                 members[i].path);
+        return ZKR_EINVAL;
+      }
+  }
+  int rc = zkr__options_check("zkr_multilock_options", opts->id, 0,
+                              opts->reserved_, sizeof opts->reserved_);
+  if (rc != ZKR_OK)
+    return rc;
+  if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
+    return ZKR_ECLOSED;
+  zkr_multilock *ml = calloc(1, sizeof *ml);
+  if (!ml)
+    return ZKR_ENOMEM;
+  ml->m = calloc((size_t)n, sizeof *ml->m);
+  ml->qs = calloc((size_t)n, sizeof *ml->qs);
+  if (!ml->m || !ml->qs) {
+    free(ml->m);
+    free(ml->qs);
+    free(ml);
+    return ZKR_ENOMEM;
+  }
+  ml->n = n;
+  int dlen = zkr__contender_data(opts->id, ml->data, sizeof ml->data - 16);
+  dlen +=
+      snprintf(ml->data + dlen, sizeof ml->data - (size_t)dlen, " set=%d", n);
+  ml->datalen = dlen;
+  ml->state_fn = opts->state_fn;
+  ml->state_ud = opts->state_user_data;
+  ml->told = ZKR_LOCK_UNLOCKED;
+  zkr__obj_init(&ml->obj, s, ml_destroy);
+  zkr__obj_set_user(&ml->obj); /* (its deferred calls: state_fn) */
+  for (int i = 0; i < n && rc == ZKR_OK; i++) {
+    struct member *mb = &ml->m[i];
+    mb->ml = ml;
+    mb->pol = members[i].kind == ZKR_MULTILOCK_MUTEX
+                  ? zkr__mutex_policy()
+                  : zkr__rwlock_policy(members[i].kind == ZKR_MULTILOCK_WRITE);
+    mb->path = zkr__strdup(members[i].path);
+    if (!mb->path) {
+      rc = ZKR_ENOMEM;
+      break;
+    }
+    zkr__qopts qo = {.state_fn = member_state, .state_ud = mb};
+    rc = zkr__queue_new(&mb->q, s, mb->path, mb->pol, ml->data, ml->datalen,
+                        &qo);
+    ml->qs[i] = mb->q;
+  }
+  if (rc != ZKR_OK) {
+    for (int i = 0; i < n; i++)
+      zkr__queue_free(ml->m[i].q);
+    zkr__obj_unref(&ml->obj);
+    return rc;
+  }
+  ml->hold.q = ml->m[0].q;
+  ml->hold.set = ml->qs;
+  ml->hold.nset = n;
+  *out = ml;
+  return ZKR_OK;
+}
+
+void zkr_multilock_free(zkr_multilock *ml) {
+  if (!ml)
+    return;
+  zkr__obj_lock(&ml->obj);
+  ml->obj.freed = 1;
+  ml->cancel = 1;
+  for (int i = 0; i < ml->n; i++)
+    zkr__queue_cancel(ml->m[i].q); /* (EINVAL when not acquiring) */
+  while (ml->in_acquire)
+    zkr__obj_wait(&ml->obj, -1);
+  zkr__obj_retire_locked(&ml->obj);
+  zkr__obj_unlock(&ml->obj);
+  /* releases what is held, deletes what is queued */
+  for (int i = 0; i < ml->n; i++)
+    zkr__queue_free(ml->m[i].q);
+  zkr__obj_unref(&ml->obj);
+}
+
+/* ---- the acquisition ---- */
+
+/* The lock path @path and its missing ancestors, as containers (what the
+ * engine makes): the ancestors with the open ACL, shared with other locks;
+ * the lock path with the session's. */
+static int ensure_path(zkr_session *s, const char *path, int64_t deadline) {
+  char *p = zkr__strdup(path);
+  if (!p)
+    return ZKR_ENOMEM;
+  int rc = ZKR_OK;
+  for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+    if (slash)
+      *slash = '\0';
+    int flags = ZOO_CONTAINER | (slash ? ZKR__CREATE_OPEN : 0);
+    rc = zkr__zk_create(s, p, "", 0, flags, deadline, NULL);
+    if (rc == ZKR_EEXISTS)
+      rc = ZKR_OK;
+    if (rc != ZKR_OK || !slash)
+      break;
+    *slash = '/';
+  }
+  free(p);
+  return rc;
+}
+
+static void new_prefix(char out[64]) {
+  unsigned char r[16];
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+    int64_t t = zkr__now_ms();
+    for (size_t i = 0; i < sizeof r; i++)
+      r[i] = (unsigned char)((t >> (i * 3)) ^ ((uint64_t)getpid() >> i) ^
+                             (uint64_t)rand());
+  }
+  r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+  r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+  snprintf(out, 64,
+           "_c_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+           "%02x-",
+           r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+           r[11], r[12], r[13], r[14], r[15]);
+}
+
+/* After a lost reply of the set's transaction: was it applied? Then
+ * @names get its nodes (found by @prefix in each parent): 1; not applied:
+ * 0; or an error. */
+static int find_set(zkr_multilock *ml, const char *prefix, char **names,
+                    int64_t deadline) {
+  size_t plen = strlen(prefix);
+  for (int i = 0; i < ml->n; i++) {
+    zkr__result r;
+    memset(&r, 0, sizeof r);
+    int rc = zkr__zk_children(ml->obj.s, ml->m[i].path, deadline, &r);
+    if (rc == ZKR_ENONODE)
+      return 0;
+    if (rc != ZKR_OK)
+      return rc;
+    for (int k = 0; k < r.names.count && !names[i]; k++)
+      if (strncmp(r.names.data[k], prefix, plen) == 0)
+        names[i] = zkr__strdup(r.names.data[k]);
+    zkr__result_clear(&r);
+    if (!names[i])
+      return 0; /* one transaction: none of them was made */
+  }
+  return 1;
+}
+
+/* Make the set's nodes in one transaction: their names into @names, the
+ * ZooKeeper session generation they belong to into *@gen. */
+static int make_set(zkr_multilock *ml, char **names, uint64_t *gen,
+                    int64_t deadline) {
+  zkr_session *s = ml->obj.s;
+  int n = ml->n;
+  char prefix[64];
+  size_t blen = ZKR__PATH_MAX + 64;
+  zoo_op_t *ops = calloc((size_t)n, sizeof *ops);
+  zoo_op_result_t *res = calloc((size_t)n, sizeof *res);
+  char *paths = calloc((size_t)n, blen), *bufs = calloc((size_t)n, blen);
+  int rc = ZKR_ENOMEM;
+  if (!ops || !res || !paths || !bufs)
+    goto out;
+  for (int tries = 0;; tries++) {
+    rc = zkr__session_wait_usable(s, deadline);
+    if (rc != ZKR_OK)
+      goto out;
+    new_prefix(prefix);
+    *gen = zkr__session_generation(s, NULL);
+    for (int i = 0; i < n; i++) {
+      char *p = paths + (size_t)i * blen;
+      snprintf(p, blen, "%s/%s%s", ml->m[i].path, prefix, ml->m[i].pol->name);
+      zoo_create_op_init(&ops[i], p, ml->data, ml->datalen, zkr__session_acl(s),
+                         ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * blen,
+                         (int)blen);
+    }
+    int zrc = ZOK;
+    rc = zkr__zk_multi(s, n, ops, res, deadline, &zrc);
+    if (rc == ZKR_OK) {
+      if (zkr__session_generation(s, NULL) != *gen)
+        continue; /* made in a session that is gone since: again */
+      for (int i = 0; i < n; i++) {
+        const char *v = bufs + (size_t)i * blen;
+        const char *slash = strrchr(v, '/');
+        names[i] = zkr__strdup(slash ? slash + 1 : v);
+        if (!names[i]) {
+          rc = ZKR_ENOMEM;
+          goto out;
+        }
+      }
+      goto out;
+    }
+    if (rc == ZKR_ECONNLOSS || rc == ZKR_ETIMEDOUT) {
+      /* the outcome is unknown: look for the set by its prefix */
+      if (zkr__session_generation(s, NULL) != *gen) {
+        if (deadline >= 0 && zkr__now_ms() >= deadline)
+          goto out;
+        continue; /* a new session: whatever was made is gone */
+      }
+      int f = find_set(ml, prefix, names, deadline);
+      if (f == 1) {
+        rc = ZKR_OK;
+        goto out;
+      }
+      for (int i = 0; i < n; i++) {
+        free(names[i]);
+        names[i] = NULL;
+      }
+      if (f < 0) {
+        rc = f;
+        goto out;
+      }
+      if (deadline >= 0 && zkr__now_ms() >= deadline)
+        goto out;
+      continue;
+    }
+    /* the server refused the transaction: which member, and why */
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+      if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY)
+        bad = i;
+    if (bad >= 0 && res[bad].err == ZNONODE && tries < 3) {
+      rc = ensure_path(s, ml->m[bad].path, deadline);
+      if (rc == ZKR_OK)
+        continue;
+      goto out;
+    }
+    if (bad >= 0)
+      rc = res[bad].err == ZNOCHILDRENFOREPHEMERALS
+               ? ZKR_EEPHEMERAL
+               : zkr__from_zk(res[bad].err);
+    goto out;
+  }
+out:
+  free(ops);
+  free(res);
+  free(paths);
+  free(bufs);
+  return rc;
+}
+
+/* One attempt: the set made, its members queued, their results awaited.
+ * ZKR_ELOCKLOST: start over (a member would have had to be made anew). */
+static int attempt(zkr_multilock *ml, int64_t timeout_ms, int64_t deadline) {
+  int n = ml->n;
+  char **names = calloc((size_t)n, sizeof *names);
+  if (!names)
+    return ZKR_ENOMEM;
+  uint64_t gen = 0;
+  int rc = make_set(ml, names, &gen, deadline);
+  if (rc == ZKR_ETIMEDOUT && timeout_ms == 0)
+    rc = ZKR_EWOULDBLOCK;
+  if (rc != ZKR_OK)
+    goto out;
+  zkr__obj_lock(&ml->obj);
+  for (int i = 0; i < n; i++)
+    ml->m[i].done = 0;
+  int started = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t left = timeout_ms;
+    if (timeout_ms > 0) {
+      left = deadline - zkr__now_ms();
+      if (left < 1)
+        left = 1;
+    }
+    int src = ml->cancel
+                  ? ZKR_ECANCELED
+                  : zkr__queue_start_member(ml->m[i].q, names[i], gen, left,
+                                            member_done, &ml->m[i]);
+    if (src != ZKR_OK) {
+      /* not started: its node is deleted here, the others' by their end */
+      char *p = zkr__path_join(ml->m[i].path, names[i]);
+      if (p)
+        zkr__session_bg_delete(ml->obj.s, p, gen);
+      free(p);
+      ml->m[i].done = 1;
+      ml->m[i].rc = src;
+    } else {
+      started++;
+    }
+  }
+  /* wait for every member's result; the first failure ends the others */
+  int first = ZKR_OK, ended = 0;
+  for (;;) {
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+      if (!ml->m[i].done)
+        continue;
+      done++;
+      if (ml->m[i].rc != ZKR_OK && first == ZKR_OK)
+        first = ml->m[i].rc;
+    }
+    if ((first != ZKR_OK || ml->cancel) && !ended) {
+      ended = 1;
+      if (first == ZKR_OK)
+        first = ZKR_ECANCELED;
+      for (int i = 0; i < n; i++)
+        if (!ml->m[i].done)
+          zkr__queue_cancel(ml->m[i].q);
+    }
+    if (done == n)
+      break;
+    zkr__obj_wait(&ml->obj, -1);
+  }
+  (void)started;
+  rc = first;
+  if (rc != ZKR_OK) {
+    for (int i = 0; i < n; i++)
+      if (ml->m[i].rc == ZKR_OK)
+        zkr__queue_release(ml->m[i].q); /* held, the set is not */
+  }
+  zkr__obj_unlock(&ml->obj);
+out:
+  for (int i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
+  return rc;
+}
+
+int zkr_multilock_acquire(zkr_multilock *ml, int64_t timeout_ms) {
+  if (!ml)
+    return ZKR_EINVAL;
+  if (zkr__tls_in_callback)
+    return ZKR_EDEADLK;
+  zkr__obj_lock(&ml->obj);
+  if (ml->phase != ML_IDLE || ml->in_acquire || ml->obj.freed) {
+    zkr__obj_unlock(&ml->obj);
+    return ZKR_EBUSY;
+  }
+  ml->phase = ML_ACQUIRING;
+  ml->in_acquire = 1;
+  ml->cancel = 0;
+  zkr__obj_unlock(&ml->obj);
+  /* "Try once" does not wait for other contenders, but may have to wait
+   * for the connection: bound that by the session timeout. */
+  int64_t bound = timeout_ms;
+  if (timeout_ms == 0) {
+    bound = zkr_session_timeout(ml->obj.s);
+    if (bound <= 0)
+      bound = 10000;
+  }
+  int64_t deadline = bound < 0 ? -1 : zkr__now_ms() + bound;
+  int rc;
+  for (;;) {
+    rc = attempt(ml, timeout_ms, deadline);
+    if (rc != ZKR_ELOCKLOST)
+      break;
+    zkr_session_state st = zkr_session_state_get(ml->obj.s);
+    if (st == ZKR_STATE_CLOSED) {
+      rc = ZKR_ECLOSED;
+      break;
+    }
+    if (st == ZKR_STATE_LOST && !zkr__session_renews(ml->obj.s)) {
+      rc = ZKR_ESESSIONLOST;
+      break;
+    }
+    if (deadline >= 0 && zkr__now_ms() >= deadline) {
+      rc = timeout_ms == 0 ? ZKR_EWOULDBLOCK : ZKR_ETIMEDOUT;
+      break;
+    }
+    if (ml->cancel) {
+      rc = ZKR_ECANCELED;
+      break;
+    }
+    /* the set starts over with a new transaction */
+  }
+  zkr__obj_lock(&ml->obj);
+  ml->in_acquire = 0;
+  if (rc == ZKR_OK && ml->cancel) {
+    for (int i = 0; i < ml->n; i++)
+      zkr__queue_release(ml->m[i].q);
+    rc = ZKR_ECANCELED;
+  }
+  if (rc == ZKR_OK) {
+    zkr__qinfo qi;
+    zkr__queue_info(ml->m[0].q, &qi, NULL, 0);
+    atomic_store(&ml->hold.czxid, qi.czxid);
+    ml->phase = ML_HELD;
+    ml->told = ZKR_LOCK_UNLOCKED;
+    zkr_lock_state st = set_state(ml);
+    if (st == ZKR_LOCK_LOST)
+      set_lost(ml);
+    else
+      tell(ml, st);
+  } else {
+    ml->phase = ML_IDLE;
+  }
+  zkr__obj_broadcast(&ml->obj);
+  zkr__obj_unlock(&ml->obj);
+  return rc;
+}
+
+int zkr_multilock_cancel(zkr_multilock *ml) {
+  if (!ml)
+    return ZKR_EINVAL;
+  zkr__obj_lock(&ml->obj);
+  int rc = ZKR_EINVAL;
+  if (ml->in_acquire && !ml->cancel) {
+    ml->cancel = 1;
+    for (int i = 0; i < ml->n; i++)
+      zkr__queue_cancel(ml->m[i].q);
+    zkr__obj_broadcast(&ml->obj);
+    rc = ZKR_OK;
+  }
+  zkr__obj_unlock(&ml->obj);
+  return rc;
+}
+
+int zkr_multilock_release(zkr_multilock *ml) {
+  if (!ml)
+    return ZKR_EINVAL;
+  zkr__obj_lock(&ml->obj);
+  int rc = ZKR_ENOTHELD;
+  if (ml->phase == ML_HELD || ml->phase == ML_LOST) {
+    rc = ml->phase == ML_LOST ? ZKR_ELOCKLOST : ZKR_OK;
+    for (int i = 0; i < ml->n; i++)
+      if (zkr__queue_release(ml->m[i].q) == ZKR_ELOCKLOST)
+        rc = ZKR_ELOCKLOST;
+    atomic_store(&ml->hold.czxid, 0);
+    ml->phase = ML_IDLE;
+    ml->told = ZKR_LOCK_UNLOCKED;
+  }
+  zkr__obj_unlock(&ml->obj);
+  return rc;
+}
+
+zkr_lock_state zkr_multilock_state_get(const zkr_multilock *cml) {
+  if (!cml)
+    return ZKR_LOCK_UNLOCKED;
+  zkr_multilock *ml = (zkr_multilock *)cml;
+  zkr__obj_lock(&ml->obj);
+  zkr_lock_state st = ml->phase == ML_IDLE        ? ZKR_LOCK_UNLOCKED
+                      : ml->phase == ML_ACQUIRING ? ZKR_LOCK_ACQUIRING
+                      : ml->phase == ML_LOST      ? ZKR_LOCK_LOST
+                                                  : set_state(ml);
+  zkr__obj_unlock(&ml->obj);
+  return st;
+}
+
+zkr_hold *zkr_multilock_hold(zkr_multilock *ml) {
+  if (!ml)
+    return NULL;
+  zkr__obj_lock(&ml->obj);
+  zkr_hold *h = ml->phase == ML_HELD || ml->phase == ML_LOST ? &ml->hold : NULL;
+  zkr__obj_unlock(&ml->obj);
+  return h;
+}

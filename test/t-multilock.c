@@ -1,0 +1,326 @@
+/* The multi-lock against a real standalone server: a set of a mutex, a
+ * read half and a write half made in one transaction (one node per path,
+ * one prefix, one czxid: the set's token), held when every member holds,
+ * its guarded writes checking every node; a try-once, a time-out and a
+ * cancel that leave nothing behind; the set waiting behind a single-lock
+ * holder and taking over on its release; readers of two sets together;
+ * threads taking overlapping sets in opposite orders, all completing; a
+ * member's node deleted: the set LOST (told), the other nodes let go; a
+ * closed session; dispatch mode; bad input. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zkr-private.h"
+#include "zkt.h"
+
+static const char *hosts;
+static zkr_session *admin;
+
+static int kids(const char *name) {
+  return zkt_children(admin, zkt_path(name));
+}
+
+static void test_bad_input(void) {
+  zkr_multilock *ml = NULL;
+  zkr_multilock_member two[2] = {{zkt_path("a"), ZKR_MULTILOCK_MUTEX},
+                                 {zkt_path("a"), ZKR_MULTILOCK_READ}};
+  is(zkr_multilock_new(&ml, admin, two, 2, NULL), ZKR_EINVAL,
+     "a path named twice: ZKR_EINVAL");
+  is(zkr_multilock_new(&ml, admin, two, 0, NULL), ZKR_EINVAL, "n = 0");
+  is(zkr_multilock_new(&ml, admin, two, ZKR_MULTILOCK_MAX + 1, NULL),
+     ZKR_EINVAL, "n over ZKR_MULTILOCK_MAX");
+  is(zkr_multilock_new(&ml, admin, NULL, 1, NULL), ZKR_EINVAL, "NULL members");
+  zkr_multilock_member bad[1] = {{"relative", ZKR_MULTILOCK_MUTEX}};
+  is(zkr_multilock_new(&ml, admin, bad, 1, NULL), ZKR_EBADPATH, "a bad path");
+  zkr_multilock_member kind[1] = {{zkt_path("a"), (zkr_multilock_kind)9}};
+  is(zkr_multilock_new(&ml, admin, kind, 1, NULL), ZKR_EINVAL, "a bad kind");
+  ok(ml == NULL, "nothing made");
+  is(zkr_multilock_acquire(NULL, 0), ZKR_EINVAL, "NULL acquire");
+  is(zkr_multilock_release(NULL), ZKR_EINVAL, "NULL release");
+  is((int)zkr_multilock_state_get(NULL), ZKR_LOCK_UNLOCKED, "NULL state");
+  ok(zkr_multilock_hold(NULL) == NULL, "NULL hold");
+  zkr_multilock_free(NULL);
+}
+
+static zkr_multilock *set3(zkr_session *s, const zkr_multilock_options *o) {
+  zkr_multilock_member m[3] = {{zkt_path("a"), ZKR_MULTILOCK_MUTEX},
+                               {zkt_path("b"), ZKR_MULTILOCK_READ},
+                               {zkt_path("c"), ZKR_MULTILOCK_WRITE}};
+  zkr_multilock *ml = NULL;
+  if (zkr_multilock_new(&ml, s, m, 3, o) != ZKR_OK)
+    tap_bail("multilock");
+  return ml;
+}
+
+/* The name of the only child of @name. */
+static char *only_child(const char *name) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  char *c = NULL;
+  if (zkr__zk_children(admin, zkt_path(name), zkr__deadline(5000), &r) ==
+          ZKR_OK &&
+      r.names.count == 1)
+    c = zkr__strdup(r.names.data[0]);
+  zkr__result_clear(&r);
+  return c;
+}
+
+static int64_t czxid_of(const char *name, const char *child) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/%s", zkt_path(name), child);
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_exists(admin, p, zkr__deadline(5000), &r);
+  return r.stat.czxid;
+}
+
+static void test_basic(void) {
+  zkr_multilock *ml = set3(admin, NULL);
+  is((int)zkr_multilock_state_get(ml), ZKR_LOCK_UNLOCKED, "UNLOCKED");
+  ok(zkr_multilock_hold(ml) == NULL, "no hold");
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "a set of three acquired");
+  is((int)zkr_multilock_state_get(ml), ZKR_LOCK_HELD, "HELD");
+  char *a = only_child("a"), *b = only_child("b"), *c = only_child("c");
+  ok(a && b && c, "one node in each path");
+  ok(a && strstr(a, "-lock-") && b && strstr(b, "-__READ__") && c &&
+         strstr(c, "-__WRIT__"),
+     "named as each lock's own nodes (%s, %s, %s)", a ? a : "-", b ? b : "-",
+     c ? c : "-");
+  ok(a && b && c && strncmp(a, b, 40) == 0 && strncmp(a, c, 40) == 0,
+     "with one prefix");
+  int64_t za = a ? czxid_of("a", a) : 0;
+  ok(za > 0 && b && c && czxid_of("b", b) == za && czxid_of("c", c) == za,
+     "and one czxid: one transaction");
+  zkr_hold *h = zkr_multilock_hold(ml);
+  is(zkr_hold_token(h), za, "the set's token is that czxid");
+  is(zkr_hold_guarded_set(h, zkt_path("a"), "x", 1, -1, 5000), ZKR_OK,
+     "a guarded write under the set");
+  is(zkr_multilock_acquire(ml, 0), ZKR_EBUSY, "acquired again: ZKR_EBUSY");
+  is(zkr_multilock_release(ml), ZKR_OK, "released");
+  is(zkr_multilock_release(ml), ZKR_ENOTHELD, "twice: ZKR_ENOTHELD");
+  ok(zkr_multilock_hold(ml) == NULL, "no hold after");
+  ok(zkt_children_become(admin, zkt_path("a"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("b"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("c"), 0, 5000),
+     "every node deleted");
+  free(a);
+  free(b);
+  free(c);
+  zkr_multilock_free(ml);
+}
+
+struct acq {
+  zkr_multilock *ml;
+  int64_t timeout;
+  int rc;
+};
+
+static void *acquire_thread(void *arg) {
+  struct acq *x = arg;
+  x->rc = zkr_multilock_acquire(x->ml, x->timeout);
+  return NULL;
+}
+
+static void test_blocked(void) {
+  zkr_session *s2 = zkt_connect(hosts, 10000);
+  zkr_mutex *single = NULL;
+  zkr_mutex_new(&single, s2, zkt_path("a"), NULL);
+  is(zkr_mutex_acquire(single, 5000), ZKR_OK, "a single-lock holder of a");
+  zkr_multilock *ml = set3(admin, NULL);
+  is(zkr_multilock_acquire(ml, 0), ZKR_EWOULDBLOCK,
+     "try once: ZKR_EWOULDBLOCK");
+  ok(zkt_children_become(admin, zkt_path("a"), 1, 5000) &&
+         zkt_children_become(admin, zkt_path("b"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("c"), 0, 5000),
+     "nothing left behind");
+  is(zkr_multilock_acquire(ml, 500), ZKR_ETIMEDOUT, "0.5 s: ZKR_ETIMEDOUT");
+  ok(zkt_children_become(admin, zkt_path("b"), 0, 5000) && kids("a") == 1,
+     "nothing left behind");
+  struct acq x = {ml, 30000, -1};
+  pthread_t th;
+  pthread_create(&th, NULL, acquire_thread, &x);
+  ok(zkt_children_become(admin, zkt_path("a"), 2, 5000), "the set queues");
+  usleep(200 * 1000);
+  is((int)zkr_multilock_state_get(ml), ZKR_LOCK_ACQUIRING, "ACQUIRING");
+  is(zkr_multilock_cancel(ml), ZKR_OK, "cancelled");
+  pthread_join(th, NULL);
+  is(x.rc, ZKR_ECANCELED, "ZKR_ECANCELED");
+  ok(zkt_children_become(admin, zkt_path("a"), 1, 5000) &&
+         zkt_children_become(admin, zkt_path("c"), 0, 5000),
+     "nothing left behind");
+  x.rc = -1;
+  pthread_create(&th, NULL, acquire_thread, &x);
+  ok(zkt_children_become(admin, zkt_path("a"), 2, 5000), "queued again");
+  is(zkr_mutex_release(single), ZKR_OK, "the single holder releases");
+  pthread_join(th, NULL);
+  is(x.rc, ZKR_OK, "the set holds");
+  is(zkr_mutex_acquire(single, 300), ZKR_ETIMEDOUT,
+     "and excludes the single-lock user");
+  /* readers together: a second set with the read half of b */
+  zkr_multilock_member r2[1] = {{zkt_path("b"), ZKR_MULTILOCK_READ}};
+  zkr_multilock *reader = NULL;
+  zkr_multilock_new(&reader, s2, r2, 1, NULL);
+  is(zkr_multilock_acquire(reader, 2000), ZKR_OK,
+     "another set's read of b holds beside it");
+  zkr_multilock_member w2[1] = {{zkt_path("b"), ZKR_MULTILOCK_WRITE}};
+  zkr_multilock *writer = NULL;
+  zkr_multilock_new(&writer, s2, w2, 1, NULL);
+  is(zkr_multilock_acquire(writer, 0), ZKR_EWOULDBLOCK,
+     "a write of b does not");
+  zkr_multilock_free(reader);
+  zkr_multilock_free(writer);
+  zkr_multilock_free(ml); /* (releases) */
+  zkr_mutex_free(single);
+  zkr_session_close(s2);
+  ok(zkt_children_become(admin, zkt_path("a"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("b"), 0, 5000),
+     "zkr_multilock_free() released the set");
+}
+
+/* Threads taking overlapping sets in opposite orders: none waits for
+ * ever, and no two hold one path at once. */
+#define THREADS 4
+#define ROUNDS 15
+static atomic_int holders[3];
+static atomic_int overlap;
+
+static void *worker(void *arg) {
+  int k = (int)(intptr_t)arg;
+  zkr_session *s = zkt_connect(hosts, 10000);
+  int a = k % 3, b = (k + 1 + (k / 3)) % 3;
+  const char *names[3] = {"x", "y", "z"};
+  zkr_multilock_member m[2] = {{zkt_path(names[k % 2 ? b : a]), 0},
+                               {zkt_path(names[k % 2 ? a : b]), 0}};
+  char p0[256], p1[256];
+  snprintf(p0, sizeof p0, "%s", m[0].path);
+  snprintf(p1, sizeof p1, "%s", m[1].path);
+  m[0].path = p0;
+  m[1].path = p1;
+  zkr_multilock *ml = NULL;
+  intptr_t done = 0;
+  if (zkr_multilock_new(&ml, s, m, 2, NULL) == ZKR_OK) {
+    for (int r = 0; r < ROUNDS; r++) {
+      if (zkr_multilock_acquire(ml, 60000) != ZKR_OK)
+        break;
+      if (atomic_fetch_add(&holders[a], 1) != 0 ||
+          atomic_fetch_add(&holders[b], 1) != 0)
+        atomic_store(&overlap, 1);
+      usleep(2000);
+      atomic_fetch_sub(&holders[a], 1);
+      atomic_fetch_sub(&holders[b], 1);
+      zkr_multilock_release(ml);
+      done++;
+    }
+    zkr_multilock_free(ml);
+  }
+  zkr_session_close(s);
+  return (void *)done;
+}
+
+static void test_orders(void) {
+  pthread_t th[THREADS];
+  for (int i = 0; i < THREADS; i++)
+    pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+  int all = 1;
+  for (int i = 0; i < THREADS; i++) {
+    void *done = NULL;
+    pthread_join(th[i], &done);
+    all &= (intptr_t)done == ROUNDS;
+  }
+  ok(all,
+     "%d threads, sets of 2 of 3 paths in opposite orders, %d rounds "
+     "each: every round completed",
+     THREADS, ROUNDS);
+  ok(!atomic_load(&overlap), "never two holders of one path");
+}
+
+static zkt_statelog slog;
+
+static void test_loss(void) {
+  zkt_statelog_init(&slog);
+  zkr_multilock_options o = {0};
+  o.state_fn = zkt_state_fn;
+  o.state_user_data = &slog;
+  zkr_multilock *ml = set3(admin, &o);
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "held");
+  zkr_hold *h = zkr_multilock_hold(ml);
+  char *b = only_child("b");
+  char p[1200];
+  snprintf(p, sizeof p, "%s/%s", zkt_path("b"), b ? b : "");
+  free(b);
+  is(zkr__zk_delete(admin, p, -1, zkr__deadline(5000)), ZKR_OK,
+     "another client deletes the second member's node");
+  is(zkr_hold_guarded_set(h, zkt_path("a"), "y", 1, -1, 5000), ZKR_ELOCKLOST,
+     "a guarded write checks every node: ZKR_ELOCKLOST");
+  ok(zkt_wait_for(zkt_lost_seen, &slog, 5000), "LOST told");
+  is((int)zkr_multilock_state_get(ml), ZKR_LOCK_LOST, "the set is LOST");
+  is((int)zkr_hold_lost_cause(h), ZKR_LOST_DELETED, "cause ZKR_LOST_DELETED");
+  ok(zkt_children_become(admin, zkt_path("a"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("c"), 0, 5000),
+     "the other members' nodes were let go at once");
+  is(zkr_multilock_release(ml), ZKR_ELOCKLOST, "the release says it");
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "acquired again");
+  zkr_multilock_free(ml);
+
+  zkr_session *s = zkt_connect(hosts, 10000);
+  ml = set3(s, NULL);
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "a set on its own session");
+  zkr_session_close(s);
+  is((int)zkr_multilock_state_get(ml), ZKR_LOCK_LOST, "session closed: LOST");
+  is(zkr_multilock_acquire(ml, 1000), ZKR_EBUSY, "held (lost) until released");
+  is(zkr_multilock_release(ml), ZKR_ELOCKLOST, "released: ZKR_ELOCKLOST");
+  is(zkr_multilock_acquire(ml, 1000), ZKR_ECLOSED, "then ZKR_ECLOSED");
+  zkr_multilock_free(ml);
+}
+
+static atomic_int dispatched;
+
+static void count_state(zkr_hold *h, zkr_lock_state st, void *ud) {
+  (void)h;
+  (void)ud;
+  if (st == ZKR_LOCK_HELD)
+    atomic_fetch_add(&dispatched, 1);
+}
+
+static void test_dispatch(void) {
+  zkr_session *ds = NULL;
+  zkr_session_options so = {0};
+  so.dispatch = 1;
+  if (zkr_session_new(&ds, hosts, &so) != ZKR_OK ||
+      zkr_session_wait_connected(ds, 10000) != ZKR_OK)
+    tap_bail("dispatch session");
+  zkr_multilock_options o = {0};
+  o.state_fn = count_state;
+  zkr_multilock *ml = set3(ds, &o);
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "held in dispatch mode");
+  usleep(200 * 1000);
+  is(atomic_load(&dispatched), 0, "HELD not told outside dispatch");
+  for (int i = 0; i < 100 && atomic_load(&dispatched) == 0; i++) {
+    zkr_session_dispatch(ds, 0);
+    usleep(10000);
+  }
+  is(atomic_load(&dispatched), 1, "told by zkr_session_dispatch()");
+  zkr_multilock_free(ml);
+  zkr_session_close(ds);
+}
+
+int main(void) {
+  tap_init(180);
+  hosts = zkt_start(1);
+  zkt_root("t-multilock");
+  admin = zkt_connect(hosts, 10000);
+  test_bad_input();
+  test_basic();
+  test_blocked();
+  test_orders();
+  test_loss();
+  test_dispatch();
+  zkr_session_close(admin);
+  return tap_done();
+}
