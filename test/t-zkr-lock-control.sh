@@ -9,7 +9,11 @@
 # --revocable holder's command gets SIGTERM and zkr-lock exits with its
 # status; --grace evicts a holder that does not let go (exit 3; the
 # holder's command is terminated, exit 75); a creator-only lock refuses
-# the eviction without the credentials (exit 69). Runs under test/with-zk.
+# the eviction without the credentials (exit 69). --and takes several
+# locks as one set: all held while the command runs (single-lock users of
+# each excluded), sets in opposite orders never deadlock, --read applies
+# to every path; --and with --permits, or a path twice, is exit 64. Runs
+# under test/with-zk.
 set -u
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 zl="$builddir/tools/zkr-lock"
@@ -17,7 +21,7 @@ zl="$builddir/tools/zkr-lock"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-control-$$"
-echo "1..34"
+echo "1..44"
 
 usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
   local d=$1 pat=$2; shift 2
@@ -149,3 +153,49 @@ ok $? "with --auth: evicted, exit 3 (got $st)"
 wait $h; st=$?
 [ $st -eq 75 ]
 ok $? "the holder's command terminated, exit 75 (got $st)"
+
+# --- --and: several locks as one set ---
+usage_says "--and with --permits" "--and (several locks as one set) and --permits" --and "$root/b" --permits 2 "$root/a" -- true
+usage_says "--and naming PATH again" "a path named twice" --and "$root/a" "$root/a" -- true
+"$zl" --and "$root/and/b" --and "$root/and/c" "$root/and/a" -- sh -c "echo \$ZKR_FENCING_TOKEN >'$tmp/and.tok'; echo held >'$tmp/and.held'; sleep 2" &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/and.held"
+ok $? "zkr-lock --and B --and C A runs the command holding all three"
+"$zl" -t 0 "$root/and/c" -- true 2>/dev/null; st1=$?
+"$zl" -t 0 "$root/and/a" -- true 2>/dev/null; st2=$?
+[ $st1 -eq 1 ] && [ $st2 -eq 1 ]
+ok $? "a single-lock user of C or of A is excluded meanwhile (exit $st1, $st2)"
+wait $h; st=$?
+[ $st -eq 0 ] && [ "$(cat "$tmp/and.tok")" -gt 0 ]
+ok $? "exit 0, with one fencing token for the set ($(cat "$tmp/and.tok"))"
+[ "$(children "$root/and/a")" = 0 ] && [ "$(children "$root/and/b")" = 0 ] && [ "$(children "$root/and/c")" = 0 ]
+ok $? "every node deleted at the end"
+# two processes, opposite orders, 8 rounds each: both complete, never together
+loop() { # loop FIRST SECOND TAG
+  local i
+  for i in 1 2 3 4 5 6 7 8; do
+    "$zl" -t 60 --and "$root/o/$2" "$root/o/$1" -- sh -c "
+      if [ -e '$tmp/o.in' ]; then echo overlap >>'$tmp/o.bad'; fi
+      touch '$tmp/o.in'; sleep 0.05; rm -f '$tmp/o.in'; echo $3 >>'$tmp/o.log'" || echo "fail $3 $?" >>'$tmp/o.bad'
+  done
+}
+loop x y A & l1=$!; pids+=($l1)
+loop y x B & l2=$!; pids+=($l2)
+wait $l1; wait $l2
+[ "$(wc -l <"$tmp/o.log")" -eq 16 ] && [ ! -e "$tmp/o.bad" ]
+ok $? "two zkr-lock loops taking {x,y} and {y,x}: 16 rounds, no overlap, no failure ($(cat "$tmp/o.bad" 2>/dev/null))"
+# --read applies to every path
+"$zl" -r --and "$root/r/b" "$root/r/a" -- sh -c "echo r >'$tmp/r1'; sleep 2" &
+r1=$!; pids+=($r1)
+wait_for 20 test -s "$tmp/r1"
+"$zl" -r -t 0 --and "$root/r/b" "$root/r/a" -- true
+ok $? "a second reading set holds beside the first"
+"$zl" -w -t 0 "$root/r/b" -- true 2>/dev/null
+st=$?
+[ $st -eq 1 ]
+ok $? "a writer of one of the paths does not (exit $st)"
+wait $r1
+"$zl" --and "$root/z/b" "relative/a" -- true 2>"$tmp/bad.err"
+st=$?
+[ $st -eq 64 ] && grep -q "invalid lock path 'relative/a'" "$tmp/bad.err"
+ok $? "an invalid path among them is named: exit 64 ($(head -1 "$tmp/bad.err"))"

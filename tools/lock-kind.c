@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -40,13 +41,23 @@ int lock_opts_set(const char *id, void (*done)(int rc),
   lk.mo = (zkr_mutex_options){.id = id, .state_fn = on_state, .watch_node = 1};
   lk.so =
       (zkr_semaphore_options){.id = id, .state_fn = on_state, .watch_node = 1};
+  lk.mlo = (zkr_multilock_options){.id = id, .state_fn = on_state};
   return ZKR_OK;
 }
 
 /* The lock object, with the options. */
 int lock_new(zkr_session *s, const char *path) {
   int rc;
-  if (lk.permits) {
+  if (lk.nand) {
+    zkr_multilock_member m[ZKR_MULTILOCK_MAX];
+    zkr_multilock_kind kind = lk.side == 'r'   ? ZKR_MULTILOCK_READ
+                              : lk.side == 'w' ? ZKR_MULTILOCK_WRITE
+                                               : ZKR_MULTILOCK_MUTEX;
+    m[0] = (zkr_multilock_member){path, kind};
+    for (int i = 0; i < lk.nand; i++)
+      m[i + 1] = (zkr_multilock_member){lk.and_paths[i], kind};
+    rc = zkr_multilock_new(&lk.ml, s, m, lk.nand + 1, &lk.mlo);
+  } else if (lk.permits) {
     rc = zkr_semaphore_new(&lk.sem, s, path, (int)lk.permits, &lk.so);
   } else if (lk.side) {
     rc = zkr_rwlock_new(&lk.rw, s, path, &lk.mo);
@@ -59,7 +70,26 @@ int lock_new(zkr_session *s, const char *path) {
   return rc;
 }
 
+/* A multi-lock's acquisition blocks: it runs on a thread of its own, and
+ * tells its result as the others' callbacks do. */
+static pthread_t ml_thread;
+static int ml_thread_on;
+static int64_t ml_timeout;
+
+static void *ml_acquire(void *arg) {
+  (void)arg;
+  acquired(zkr_multilock_acquire(lk.ml, ml_timeout));
+  return NULL;
+}
+
 int lock_acquire_async(int64_t timeout_ms) {
+  if (lk.ml) {
+    ml_timeout = timeout_ms;
+    if (pthread_create(&ml_thread, NULL, ml_acquire, NULL) != 0)
+      return ZKR_ESYS;
+    ml_thread_on = 1;
+    return ZKR_OK;
+  }
   if (lk.sem)
     return zkr_semaphore_acquire_async(lk.sem, 1, timeout_ms, lk.lease,
                                        on_sem_acquired, NULL);
@@ -67,7 +97,9 @@ int lock_acquire_async(int64_t timeout_ms) {
 }
 
 void lock_cancel(void) {
-  if (lk.sem)
+  if (lk.ml)
+    zkr_multilock_cancel(lk.ml);
+  else if (lk.sem)
     zkr_semaphore_cancel(lk.sem);
   else
     zkr_mutex_cancel(lk.m);
@@ -78,6 +110,10 @@ void lock_cancel(void) {
  * semaphore has no such count (a waiter waits for the admission mutex or,
  * once admitted, for any lease to go). */
 const char *lock_waiting(char *buf, size_t len) {
+  if (lk.ml) {
+    snprintf(buf, len, "a lock of the %d is taken", lk.nand + 1);
+    return buf;
+  }
   if (lk.sem) {
     snprintf(buf, len, "no lease free of %ld", lk.permits);
     return buf;
@@ -91,10 +127,14 @@ const char *lock_waiting(char *buf, size_t len) {
 
 /* The hold taken: its token, node and state (NULL: none). */
 zkr_hold *lock_hold(void) {
+  if (lk.ml)
+    return zkr_multilock_hold(lk.ml);
   return lk.sem ? zkr_lease_hold(lk.lease[0]) : zkr_mutex_hold(lk.m);
 }
 
 int lock_release(void) {
+  if (lk.ml)
+    return zkr_multilock_release(lk.ml);
   if (!lk.sem)
     return zkr_mutex_release(lk.m);
   int rc = zkr_lease_release(lk.lease[0]);
@@ -105,7 +145,14 @@ int lock_release(void) {
 
 /* Free the lock object; a node still held or queued is deleted. */
 void lock_free(void) {
-  if (lk.sem)
+  if (lk.ml) {
+    zkr_multilock_cancel(lk.ml);
+    if (ml_thread_on)
+      pthread_join(ml_thread, NULL);
+    ml_thread_on = 0;
+    zkr_multilock_free(lk.ml);
+    lk.ml = NULL;
+  } else if (lk.sem)
     zkr_semaphore_free(lk.sem); /* with a lease not released */
   else if (lk.rw)
     zkr_rwlock_free(lk.rw);

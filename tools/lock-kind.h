@@ -21,6 +21,11 @@ struct lock_kind {
   zkr_rwlock *rw;
   zkr_semaphore *sem;
   zkr_lease *lease[1]; /* filled by the semaphore's acquisition */
+  /* --and: the other paths of a multi-lock (PATH first) */
+  const char *and_paths[ZKR_MULTILOCK_MAX];
+  int nand;
+  zkr_multilock_options mlo;
+  zkr_multilock *ml;
 };
 extern struct lock_kind lk;
 

@@ -84,6 +84,10 @@ static void help(void) {
       "                             at PATH: readers run together\n"
       "  -w, --write, --exclusive   take its write side: alone, after the\n"
       "                             readers and writers queued before\n"
+      "      --and PATH2            take PATH2 too, with PATH and every other\n"
+      "                             --and path as one set: all or none, no\n"
+      "                             deadlock between sets (--read/--write\n"
+      "                             apply to every path)\n"
       "      --permits N            take one of the N leases of the semaphore\n"
       "                             at PATH instead: up to N run at once\n"
       "                             (1 to %d; every user of PATH must give\n"
@@ -286,7 +290,8 @@ enum {
   OPT_MAX_HOLD,
   OPT_REVOCABLE,
   OPT_REVOKE,
-  OPT_GRACE
+  OPT_GRACE,
+  OPT_AND
 };
 
 /* --revoke: ask the holders of @path to let go (and evict them after
@@ -344,6 +349,7 @@ int main(int argc, char **argv) {
       {"revocable", no_argument, NULL, OPT_REVOCABLE},
       {"revoke", no_argument, NULL, OPT_REVOKE},
       {"grace", required_argument, NULL, OPT_GRACE},
+      {"and", required_argument, NULL, OPT_AND},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int c;
@@ -397,6 +403,12 @@ int main(int argc, char **argv) {
     case OPT_GRACE:
       seconds_opt("--grace", optarg, 1, &grace_ms);
       break;
+    case OPT_AND:
+      if (lk.nand + 1 >= ZKR_MULTILOCK_MAX)
+        usage_error("too many --and paths: at most %d locks in all",
+                    ZKR_MULTILOCK_MAX);
+      lk.and_paths[lk.nand++] = optarg;
+      break;
     default:
       option_error(c, argv, longopts);
     }
@@ -408,9 +420,15 @@ int main(int argc, char **argv) {
     usage_error("--json goes with --stats");
   if (grace_ms >= 0 && !revoke)
     usage_error("--grace goes with --revoke");
-  if (revoke && (revocable || lk.side || lk.permits || max_hold_ms || stats.on))
+  if (lk.nand && lk.permits)
+    usage_error("--and (several locks as one set) and --permits (a lease "
+                "of the semaphore) exclude each other");
+  if (lk.nand && (revocable || max_hold_ms))
+    usage_error("--revocable and --max-hold do not go with --and yet");
+  if (revoke && (revocable || lk.side || lk.permits || max_hold_ms ||
+                 stats.on || lk.nand))
     usage_error("--revoke asks the holders of any lock at PATH: it takes no "
-                "--revocable, --read, --write, --permits, --max-hold or "
+                "--revocable, --read, --write, --permits, --max-hold, --and or "
                 "--stats");
   if (optind >= argc)
     usage_error("missing PATH");
@@ -440,6 +458,10 @@ int main(int argc, char **argv) {
     return EX_SOFTWARE;
 
   /* Options of the lock: bad input is a usage error, before connecting. */
+  for (int i = 0; i < lk.nand; i++)
+    for (int j = -1; j < i; j++)
+      if (strcmp(lk.and_paths[i], j < 0 ? path : lk.and_paths[j]) == 0)
+        usage_error("--and '%s': a path named twice", esc(lk.and_paths[i]));
   if (lock_opts_set(id, acquired, on_state) != ZKR_OK)
     usage_error("invalid --id '%s': 1 to 256 bytes, no control characters",
                 esc(id));
@@ -461,9 +483,23 @@ int main(int argc, char **argv) {
   }
   int rc = lock_new(s, path);
   if (rc != ZKR_OK) {
+    if (rc == ZKR_EBADPATH) {
+      /* which one (a set of one of each path sends nothing) */
+      const char *bad = path;
+      for (int i = -1; i < lk.nand; i++) {
+        const char *p = i < 0 ? path : lk.and_paths[i];
+        zkr_multilock_member m = {p, ZKR_MULTILOCK_MUTEX};
+        zkr_multilock *t = NULL;
+        if (zkr_multilock_new(&t, s, &m, 1, NULL) == ZKR_EBADPATH) {
+          bad = p;
+          break;
+        }
+        zkr_multilock_free(t);
+      }
+      zkr_session_close(s);
+      usage_error("invalid lock path '%s': %s", esc(bad), zkr_strerror(rc));
+    }
     zkr_session_close(s);
-    if (rc == ZKR_EBADPATH)
-      usage_error("invalid lock path '%s': %s", esc(path), zkr_strerror(rc));
     msg("%s", zkr_strerror(rc));
     return stats_end("error", EX_SOFTWARE);
   }
