@@ -1,7 +1,8 @@
 /* What zkr-ls makes of what it reads (tools/ls.c and tools/cli-text.c,
  * linked as the tools link them): the contender data parser
  * parse_owner (the library's own writer, zkr__contender_data, and a
- * formatted "host=H pid=P id=I" parse back to their fields; an id cut to
+ * formatted "host=H pid=P id=I", also with a multi-lock set's " set=N"
+ * before the id, parse back to their fields; an id cut to
  * fit is cut between characters), the node classification (every name
  * the library orders has a sequence number for zkr-ls too; "read",
  * "write", "latch" and "selector" are exactly the names the library's
@@ -43,6 +44,12 @@ static void owner(char **s, int n) {
     char *end;
     long pid = strtol(p + 5, &end, 10);
     CHECK(o.pid == pid, "'%s': pid %ld", data, o.pid);
+    if (strncmp(end, " set=", 5) == 0) { /* a multi-lock set's node */
+      long set = strtol(end + 5, &end, 10);
+      CHECK(o.set == set && set >= 1 && set <= 64, "'%s': set %d", data, o.set);
+    } else {
+      CHECK(o.set == 0, "'%s': set %d", data, o.set);
+    }
     if (*end) {
       CHECK(strncmp(end, " id=", 4) == 0, "'%s'", data);
       const char *id = end + 4;
@@ -81,6 +88,13 @@ static void owner(char **s, int n) {
     CHECK(parse_owner(buf, &o) && is(o.host, host) && o.pid == pid &&
               o.id[0] == '\0',
           "'%s' did not parse back", buf);
+    int set = 1 + (int)(strlen(s[1]) % 64);
+    snprintf(buf, need, "host=%s pid=%ld set=%d id=%s", host, pid, set, id);
+    CHECK(parse_owner(buf, &o) && is(o.host, host) && o.pid == pid &&
+              o.set == set,
+          "'%s' did not parse back", buf);
+    if (strlen(id) < sizeof o.id)
+      CHECK(is(o.id, id), "'%s': id '%s'", buf, o.id);
     free(buf);
 
     /* what the library writes parses back */

@@ -184,9 +184,14 @@ int zkr_multilock_new(zkr_multilock **out, zkr_session *s,
     return ZKR_ENOMEM;
   }
   ml->n = n;
-  int dlen = zkr__contender_data(opts->id, ml->data, sizeof ml->data - 16);
+  /* "host=H pid=P set=N[ id=I]": the set before the id, which may hold
+   * any text */
+  int dlen = zkr__contender_data(NULL, ml->data, sizeof ml->data);
   dlen +=
-      snprintf(ml->data + dlen, sizeof ml->data - (size_t)dlen, " set=%d", n);
+      snprintf(ml->data + dlen, sizeof ml->data - (size_t)dlen, " set=%d%s%s",
+               n, opts->id ? " id=" : "", opts->id ? opts->id : "");
+  if (dlen >= (int)sizeof ml->data)
+    dlen = (int)sizeof ml->data - 1;
   ml->datalen = dlen;
   ml->state_fn = opts->state_fn;
   ml->state_ud = opts->state_user_data;

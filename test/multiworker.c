@@ -48,6 +48,10 @@ static int ask(char *buf, size_t len, const char *fmt, ...) {
   return 0;
 }
 
+static int num(const char *s) {
+  return (int)strtol(s, NULL, 10);
+}
+
 static void nap_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -67,11 +71,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--id"))
       id = argv[i + 1];
     else if (!strcmp(argv[i], "--paths"))
-      npaths = atoi(argv[i + 1]);
+      npaths = num(argv[i + 1]);
     else if (!strcmp(argv[i], "--rounds"))
-      rounds = atoi(argv[i + 1]);
+      rounds = num(argv[i + 1]);
     else if (!strcmp(argv[i], "--seed"))
-      seed = (unsigned)atoi(argv[i + 1]);
+      seed = (unsigned)num(argv[i + 1]);
     else {
       fprintf(stderr, "multiworker: unknown option %s\n", argv[i]);
       return 2;
@@ -141,10 +145,10 @@ int main(int argc, char **argv) {
       const char *key = paths[idx[i]];
       if (ask(line, sizeof line, "E %s %s %lld", key, id, tok))
         return 2;
-      if (atoi(line) != 1) {
+      if (num(line) != 1) {
         overlaps++;
         fprintf(stderr, "multiworker %s: %d inside %s (token %lld)\n", id,
-                atoi(line), key, tok);
+                num(line), key, tok);
       }
       long long v = 0, mx = 0;
       if (ask(line, sizeof line, "R %s", key) ||

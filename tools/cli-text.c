@@ -159,6 +159,15 @@ int parse_owner(const char *data, struct owner *o) {
     return 0;
   if (*end == '\0')
     return 1;
+  if (strncmp(end, " set=", 5) == 0) {
+    const char *ns = end + 5;
+    long n = strtol(ns, &end, 10);
+    if (end == ns || n < 1 || n > 64 || (*end != '\0' && *end != ' '))
+      return 0;
+    o->set = (int)n;
+    if (*end == '\0')
+      return 1;
+  }
   if (strncmp(end, " id=", 4) != 0)
     return 0;
   /* cut to fit between two UTF-8 characters, not inside one */
@@ -179,4 +188,6 @@ void json_owner(FILE *f, const struct owner *o) {
   json_string(f, o->host);
   fprintf(f, ",\"pid\":%ld,\"id\":", o->pid);
   json_string(f, o->id);
+  if (o->set)
+    fprintf(f, ",\"set\":%d", o->set);
 }

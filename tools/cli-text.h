@@ -26,6 +26,7 @@ void json_string(FILE *f, const char *s);
 struct owner {
   char host[256];
   long pid;
+  int set; /* a multi-lock set's node: the set's size; 0: not one */
   char id[512];
 };
 /* @data's fields into *@o; 0 if @data is not in that form. An id longer

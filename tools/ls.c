@@ -136,6 +136,8 @@ void ls_show_queue(const char *path, const struct ls_view *v) {
              zkr_role_name(p[i].role), p[i].czxid, (uint64_t)p[i].session_id);
       if (ours)
         json_owner(stdout, &o);
+      if (p[i].data && strcmp(p[i].data, "__REVOKE__") == 0)
+        printf(",\"revocation_requested\":true");
       printf(",\"data\":");
       json_string(stdout, p[i].data);
       printf(",\"queued_at_ms\":%" PRId64 ",\"age_ms\":%" PRId64 "}",
@@ -164,8 +166,15 @@ void ls_show_queue(const char *path, const struct ls_view *v) {
   for (size_t i = 0; i < n; i++) {
     struct owner o;
     char id[64], host[64], pid[16], age[32], sess[24];
-    if (parse_owner(p[i].data, &o)) {
-      ls_column(id, sizeof id, o.id[0] ? o.id : "-");
+    if (p[i].data && strcmp(p[i].data, "__REVOKE__") == 0) {
+      snprintf(id, sizeof id, "revocation-requested");
+      snprintf(host, sizeof host, "-");
+      snprintf(pid, sizeof pid, "-");
+    } else if (parse_owner(p[i].data, &o)) {
+      char idt[600];
+      if (o.set)
+        snprintf(idt, sizeof idt, "%s[set of %d]", o.id[0] ? o.id : "", o.set);
+      ls_column(id, sizeof id, o.set ? idt : o.id[0] ? o.id : "-");
       ls_column(host, sizeof host, o.host);
       snprintf(pid, sizeof pid, "%ld", o.pid);
     } else {

@@ -24,6 +24,9 @@
  * A missing chroot (-s HOST:PORT/CHROOT) is an error, not an empty tree;
  * -o through a symbolic link replaces the file it leads to, and refuses
  * anything but a regular file.
+ * --deadlocks PATH... reads the queues of the locks at the PATHs and
+ * prints a cycle of ZooKeeper sessions each waiting for the next (exit 3),
+ * or that there is none (exit 0).
  * Exit status: 0; 2 -r listed the rest but skipped some subtrees; 64 usage;
  * 69 no server reachable; 1 another error (also a write error on stdout).
  *
@@ -42,6 +45,7 @@
 #include <zkr/zkr.h>
 
 #include "cli.h"
+#include "ls-deadlock.h"
 #include "ls-walk.h"
 #include "ls-watch.h"
 #include "prom-file.h"
@@ -50,40 +54,46 @@
 const char *prog = "zkr-ls";
 
 static void help(void) {
-  printf("Usage: %s [options] PATH\n"
-         "       %s --prometheus [-o FILE] [options] [ROOT]\n"
-         "Show the queue of the lock at PATH: position, role, sequence,\n"
-         "fencing token, owner session, the contender's id, host and pid,\n"
-         "how long ago it queued, and its node name. A semaphore shows its\n"
-         "leases and waiters; an election its participants, leader first.\n"
-         "\n"
-         "  -s, --servers HOSTS       ZooKeeper connection string (default:\n"
-         "                            $ZKR_SERVERS, else 127.0.0.1:2181)\n"
-         "  -r, --recursive           every lock in the tree under PATH\n"
-         "  -j, --json                JSON output\n"
-         "      --watch [SECONDS]     show it again every SECONDS (default 2,\n"
-         "                            at least 0.1), in place on a terminal,\n"
-         "                            until interrupted\n"
-         "      --prometheus          every lock, read-write lock, semaphore\n"
-         "                            and election under PATH (default /) as\n"
-         "                            Prometheus metrics\n"
-         "  -o, --output FILE         with --prometheus: write FILE (replaced\n"
-         "                            atomically; a regular file, or a\n"
-         "                            symbolic link to one) instead of stdout\n"
-         "      --permits N           the limit of a semaphore at PATH, to\n"
-         "                            tell its waiting lease node (1 to %d)\n"
-         "      --connect-timeout MS  how long to try to reach a server\n"
-         "                            (default 10000; then exit 69)\n"
-         "      --timeout SECONDS     how long reading one path's queue (its\n"
-         "                            children and each contender's data) may\n"
-         "                            take (default 10; then exit 1)\n"
-         "  -h, --help                this help\n"
-         "  -V, --version             print the zkr version\n"
-         "\n"
-         "Exit status: 0; 2 with -r, some subtrees could not be listed and\n"
-         "were skipped (warnings on stderr; the rest was listed); 64 usage;\n"
-         "69 no server reachable; 1 other errors (a write error too).\n",
-         prog, prog, ZKR_SEMAPHORE_MAX);
+  printf(
+      "Usage: %s [options] PATH\n"
+      "       %s --prometheus [-o FILE] [options] [ROOT]\n"
+      "       %s --deadlocks [options] PATH...\n"
+      "Show the queue of the lock at PATH: position, role, sequence,\n"
+      "fencing token, owner session, the contender's id, host and pid,\n"
+      "how long ago it queued, and its node name. A semaphore shows its\n"
+      "leases and waiters; an election its participants, leader first.\n"
+      "\n"
+      "  -s, --servers HOSTS       ZooKeeper connection string (default:\n"
+      "                            $ZKR_SERVERS, else 127.0.0.1:2181)\n"
+      "  -r, --recursive           every lock in the tree under PATH\n"
+      "  -j, --json                JSON output\n"
+      "      --watch [SECONDS]     show it again every SECONDS (default 2,\n"
+      "                            at least 0.1), in place on a terminal,\n"
+      "                            until interrupted\n"
+      "      --prometheus          every lock, read-write lock, semaphore\n"
+      "                            and election under PATH (default /) as\n"
+      "                            Prometheus metrics\n"
+      "      --deadlocks           a wait-for cycle among the queues of the\n"
+      "                            locks at the PATHs (exit 3), or none\n"
+      "                            (exit 0)\n"
+      "  -o, --output FILE         with --prometheus: write FILE (replaced\n"
+      "                            atomically; a regular file, or a\n"
+      "                            symbolic link to one) instead of stdout\n"
+      "      --permits N           the limit of a semaphore at PATH, to\n"
+      "                            tell its waiting lease node (1 to %d)\n"
+      "      --connect-timeout MS  how long to try to reach a server\n"
+      "                            (default 10000; then exit 69)\n"
+      "      --timeout SECONDS     how long reading one path's queue (its\n"
+      "                            children and each contender's data) may\n"
+      "                            take (default 10; then exit 1)\n"
+      "  -h, --help                this help\n"
+      "  -V, --version             print the zkr version\n"
+      "\n"
+      "Exit status: 0; 2 with -r, some subtrees could not be listed and\n"
+      "were skipped (warnings on stderr; the rest was listed); 64 usage;\n"
+      "69 no server reachable; 1 other errors (a write error too);\n"
+      "--deadlocks: 3 a cycle was found.\n",
+      prog, prog, prog, ZKR_SEMAPHORE_MAX);
 }
 
 int main(int argc, char **argv) {
@@ -92,7 +102,14 @@ int main(int argc, char **argv) {
   int64_t interval_ms = 2000;
   const char *out = NULL;
   long connect_ms = 10000;
-  enum { OPT_PERMITS = OPT_NEXT, OPT_WATCH, OPT_PROMETHEUS, OPT_TIMEOUT };
+  enum {
+    OPT_PERMITS = OPT_NEXT,
+    OPT_WATCH,
+    OPT_PROMETHEUS,
+    OPT_TIMEOUT,
+    OPT_DEADLOCKS
+  };
+  int deadlocks = 0;
   static const struct option longopts[] = {
       {"servers", required_argument, NULL, 's'},
       {"recursive", no_argument, NULL, 'r'},
@@ -103,6 +120,7 @@ int main(int argc, char **argv) {
       {"watch", optional_argument, NULL, OPT_WATCH},
       {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
       {"output", required_argument, NULL, 'o'},
+      {"deadlocks", no_argument, NULL, OPT_DEADLOCKS},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
@@ -161,6 +179,9 @@ int main(int argc, char **argv) {
     case OPT_PROMETHEUS:
       prometheus = 1;
       break;
+    case OPT_DEADLOCKS:
+      deadlocks = 1;
+      break;
     case 'h':
       help();
       return stdout_failed();
@@ -175,10 +196,16 @@ int main(int argc, char **argv) {
     usage_error("-o (--output) goes with --prometheus");
   if (prometheus && ls_json)
     usage_error("--prometheus and --json exclude each other");
+  if (deadlocks && (prometheus || watching || recursive || ls_json))
+    usage_error("--deadlocks takes no --prometheus, --watch, -r or --json");
   if (optind >= argc && !prometheus)
     usage_error("missing PATH");
-  if (optind + 1 < argc)
+  if (optind + 1 < argc && !deadlocks)
     usage_error("one PATH only (extra '%s')", esc(argv[optind + 1]));
+  for (int i = optind; deadlocks && i < argc; i++)
+    if (argv[i][0] != '/')
+      usage_error("invalid path '%s': %s", esc(argv[i]),
+                  zkr_strerror(ZKR_EBADPATH));
   const char *path = optind < argc ? argv[optind] : "/";
   ls_servers = servers;
   /* the library checks the rest once connected (also exit 64) */
@@ -223,7 +250,9 @@ int main(int argc, char **argv) {
     return rc == ZKR_ENOMEM ? 1 : EX_UNAVAILABLE;
   }
   int status;
-  if (watching) {
+  if (deadlocks) {
+    status = ls_deadlocks(s, argv + optind, argc - optind);
+  } else if (watching) {
     status =
         ls_watch_loop(s, path, recursive, prometheus, out, interval_ms, &sigs);
   } else if (prometheus) {

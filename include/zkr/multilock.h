@@ -77,7 +77,7 @@ typedef struct zkr_multilock_options {
  * mutex's node `_c_<uuid>-lock-<seq>`, a read half's `_c_<uuid>-__READ__<seq>`,
  * a write half's `_c_<uuid>-__WRIT__<seq>`. All the nodes of one set have the
  * same uuid, and each node's data names the set after the contender's id:
- * "host=H pid=P id=I set=N" where N is the number of locks in the set.
+ * "host=H pid=P set=N id=I" where N is the number of locks in the set.
  *
  * @opts (may be NULL):
  *   id        As for zkr_mutex_options.
