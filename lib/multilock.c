@@ -51,6 +51,12 @@ struct zkr_multilock {
   int datalen;
   zkr_lock_state_fn state_fn;
   void *state_ud;
+  zkr_revoke_fn revoke_fn;
+  void *revoke_ud;
+  int64_t revoke_told; /* the set's term told of a request (its czxid) */
+  int64_t max_hold_ms; /* the set's maximum hold (0: none) */
+  uint64_t mh_timer;   /* its timer while held (holds a reference) */
+  void *mh_arg;        /* the timer's argument (struct mh_arg) */
   int phase;
   int cancel;
   int in_acquire;      /* an acquisition runs (on some thread) */
@@ -111,12 +117,32 @@ static zkr_lock_state set_state(zkr_multilock *ml) {
 
 /* Under the lock: a member was lost while the set was held: the set is
  * lost, and the other members' nodes are let go at once. */
+static void disarm_max_hold(zkr_multilock *ml);
+
 static void set_lost(zkr_multilock *ml) {
+  disarm_max_hold(ml);
   ml->phase = ML_LOST;
   for (int i = 0; i < ml->n; i++)
     if (zkr__queue_state(ml->m[i].q) != ZKR__Q_LOST)
       zkr__queue_release(ml->m[i].q);
   tell(ml, ZKR_LOCK_LOST);
+}
+
+/* A revocation request of a member's node (a user callback): told once
+ * per hold of the set. */
+static void member_revoked(zkr__queue *q, int rc, void *ud) {
+  struct member *mb = ud;
+  zkr_multilock *ml = mb->ml;
+  (void)rc;
+  int64_t mine = atomic_load(&ml->hold.czxid);
+  int64_t t = zkr__queue_revoke_time(q, mine);
+  zkr__obj_lock(&ml->obj);
+  int tell_it = t && mine && ml->revoke_told != mine && ml->phase == ML_HELD;
+  if (tell_it)
+    ml->revoke_told = mine;
+  zkr__obj_unlock(&ml->obj);
+  if (tell_it)
+    ml->revoke_fn(&ml->hold, t, ml->revoke_ud);
 }
 
 static void member_state(zkr__queue *q, zkr__qstate st, void *ud) {
@@ -131,6 +157,66 @@ static void member_state(zkr__queue *q, zkr__qstate st, void *ud) {
       tell(ml, set_state(ml));
   }
   zkr__obj_leave(&ml->obj);
+}
+
+/* ---- the maximum hold, timed for the whole set ---- */
+
+struct mh_arg {
+  zkr_multilock *ml;
+  int64_t czxid; /* the term it times */
+};
+
+static void max_hold_fired(void *arg) {
+  struct mh_arg *a = arg;
+  zkr_multilock *ml = a->ml;
+  zkr__obj_enter(&ml->obj);
+  if (ml->mh_timer && atomic_load(&ml->hold.czxid) == a->czxid) {
+    ml->mh_timer = 0;
+    if (ml->phase == ML_HELD) {
+      /* the first member given up (its cause: ZKR_LOST_MAX_HOLD), the
+       * others let go with the set */
+      zkr__queue_give_up(ml->m[0].q, atomic_load(&ml->hold.czxid));
+      set_lost(ml);
+    }
+  }
+  zkr__obj_leave(&ml->obj);
+  zkr__obj_unref(&ml->obj); /* the timer's */
+  free(a);
+}
+
+/* Under the lock: the set is held: time its maximum. */
+static void arm_max_hold(zkr_multilock *ml) {
+  if (ml->max_hold_ms <= 0)
+    return;
+  struct mh_arg *a = malloc(sizeof *a);
+  if (a) {
+    a->ml = ml;
+    a->czxid = atomic_load(&ml->hold.czxid);
+  }
+  zkr__obj_ref(&ml->obj);
+  if (!a || zkr__timer_add(ml->obj.s, zkr__deadline(ml->max_hold_ms),
+                           max_hold_fired, a, &ml->mh_timer) != ZKR_OK) {
+    free(a);
+    ml->mh_timer = 0;
+    zkr__obj_unref_locked(&ml->obj);
+    ml->mh_arg = NULL;
+    zkr__log(ZKR_LOG_ERROR, "out of memory: a multi-lock's maximum hold "
+                            "cannot be timed; given up now");
+    zkr__queue_give_up(ml->m[0].q, atomic_load(&ml->hold.czxid));
+    set_lost(ml);
+    return;
+  }
+  ml->mh_arg = a;
+}
+
+/* Under the lock: the hold ends: its timer goes. */
+static void disarm_max_hold(zkr_multilock *ml) {
+  if (ml->mh_timer && zkr__timer_cancel(ml->obj.s, ml->mh_timer)) {
+    zkr__obj_unref_locked(&ml->obj); /* it will never run */
+    free(ml->mh_arg);
+  }
+  ml->mh_timer = 0; /* else it runs, finds nothing and frees its arg */
+  ml->mh_arg = NULL;
 }
 
 /* ---- the object ---- */
@@ -166,8 +252,9 @@ int zkr_multilock_new(zkr_multilock **out, zkr_session *s,
         return ZKR_EINVAL;
       }
   }
-  int rc = zkr__options_check("zkr_multilock_options", opts->id, 0,
-                              opts->reserved_, sizeof opts->reserved_);
+  int rc =
+      zkr__options_check("zkr_multilock_options", opts->id, opts->max_hold_ms,
+                         opts->reserved_, sizeof opts->reserved_);
   if (rc != ZKR_OK)
     return rc;
   if (zkr_session_state_get(s) == ZKR_STATE_CLOSED)
@@ -195,6 +282,9 @@ int zkr_multilock_new(zkr_multilock **out, zkr_session *s,
   ml->datalen = dlen;
   ml->state_fn = opts->state_fn;
   ml->state_ud = opts->state_user_data;
+  ml->revoke_fn = opts->revoke_fn;
+  ml->max_hold_ms = opts->max_hold_ms;
+  ml->revoke_ud = opts->revoke_user_data;
   ml->told = ZKR_LOCK_UNLOCKED;
   zkr__obj_init(&ml->obj, s, ml_destroy);
   zkr__obj_set_user(&ml->obj); /* (its deferred calls: state_fn) */
@@ -209,7 +299,10 @@ int zkr_multilock_new(zkr_multilock **out, zkr_session *s,
       rc = ZKR_ENOMEM;
       break;
     }
-    zkr__qopts qo = {.state_fn = member_state, .state_ud = mb};
+    zkr__qopts qo = {.state_fn = member_state,
+                     .state_ud = mb,
+                     .revoke_fn = opts->revoke_fn ? member_revoked : NULL,
+                     .revoke_ud = mb};
     rc = zkr__queue_new(&mb->q, s, mb->path, mb->pol, ml->data, ml->datalen,
                         &qo);
     ml->qs[i] = mb->q;
@@ -237,6 +330,7 @@ void zkr_multilock_free(zkr_multilock *ml) {
     zkr__queue_cancel(ml->m[i].q); /* (EINVAL when not acquiring) */
   while (ml->in_acquire)
     zkr__obj_wait(&ml->obj, -1);
+  disarm_max_hold(ml);
   zkr__obj_retire_locked(&ml->obj);
   zkr__obj_unlock(&ml->obj);
   /* releases what is held, deletes what is queued */
@@ -542,10 +636,14 @@ int zkr_multilock_acquire(zkr_multilock *ml, int64_t timeout_ms) {
     ml->phase = ML_HELD;
     ml->told = ZKR_LOCK_UNLOCKED;
     zkr_lock_state st = set_state(ml);
-    if (st == ZKR_LOCK_LOST)
+    if (st == ZKR_LOCK_LOST) {
       set_lost(ml);
-    else
+    } else {
       tell(ml, st);
+      arm_max_hold(ml);
+      for (int i = 0; ml->revoke_fn && i < ml->n; i++)
+        zkr__queue_retell_revoke(ml->m[i].q); /* asked before the set held */
+    }
   } else {
     ml->phase = ML_IDLE;
   }
@@ -580,6 +678,7 @@ int zkr_multilock_release(zkr_multilock *ml) {
     for (int i = 0; i < ml->n; i++)
       if (zkr__queue_release(ml->m[i].q) == ZKR_ELOCKLOST)
         rc = ZKR_ELOCKLOST;
+    disarm_max_hold(ml);
     atomic_store(&ml->hold.czxid, 0);
     ml->phase = ML_IDLE;
     ml->told = ZKR_LOCK_UNLOCKED;

@@ -499,6 +499,8 @@ static void check_revoke(zkr__queue *q, const char *value, int len,
     return;
   q->revoke_czxid = q->czxid;
   q->revoke_mtime = stat ? stat->mtime : 0;
+  if (!q->quiet) /* (a quiet queue's owner counts it) */
+    zkr__stats_revocation(q->s, &q->st);
   zkr__q_post_revoke(q);
 }
 

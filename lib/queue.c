@@ -874,6 +874,13 @@ void zkr__queue_retell_revoke(zkr__queue *q) {
   q_unlock(q);
 }
 
+void zkr__queue_give_up(zkr__queue *q, int64_t czxid) {
+  zkr__q_lock_checked(q);
+  if (q->phase == Q_HELD && q->czxid == czxid)
+    give_up(q);
+  q_unlock(q);
+}
+
 int64_t zkr__queue_revoke_time(zkr__queue *q, int64_t czxid) {
   pthread_mutex_lock(&q->mu);
   int64_t t = czxid != 0 && q->revoke_czxid == czxid ? q->revoke_mtime : 0;

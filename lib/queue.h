@@ -192,6 +192,10 @@ int64_t zkr__queue_revoke_time(zkr__queue *q, int64_t czxid);
 /* Post revoke_fn again if a request was told for the term held now (for
  * a recipe that had no hold to tell it to then). */
 void zkr__queue_retell_revoke(zkr__queue *q);
+/* Give the hold of the node with @czxid up now, as its maximum hold
+ * would: the node deleted, LOST with ZKR_LOST_MAX_HOLD (a multi-lock's
+ * maximum, timed for the whole set). Nothing if it holds another. */
+void zkr__queue_give_up(zkr__queue *q, int64_t czxid);
 /* Why the hold of the node with @czxid was lost: ZKR_LOST_NONE unless it
  * is the last node this object lost (after the session clock is applied). */
 zkr_lost_cause zkr__queue_lost_cause(zkr__queue *q, int64_t czxid);

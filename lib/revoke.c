@@ -146,6 +146,7 @@ static int evict(zkr_session *s, struct target *t, int64_t deadline) {
   int rc = zkr__zk_multi(s, 2, ops, res, deadline, &zrc);
   if (rc == ZKR_OK) {
     t->state = T_EVICTED;
+    zkr__stats_eviction(s);
     zkr__log(ZKR_LOG_INFO, "%s: evicted (revocation not answered in time)",
              t->path);
     return ZKR_OK;

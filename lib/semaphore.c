@@ -369,8 +369,12 @@ static void lease_revoked(zkr__queue *q, int rc, void *ud) {
   zkr_semaphore *sem = l->sem;
   (void)rc;
   int64_t t = zkr__queue_revoke_time(q, atomic_load(&l->hold.czxid));
-  if (t)
-    sem->revoke_fn(&l->hold, t, sem->revoke_ud);
+  if (!t)
+    return;
+  zkr__obj_lock(&sem->obj);
+  zkr__stats_revocation(sem->obj.s, &sem->st);
+  zkr__obj_unlock(&sem->obj);
+  sem->revoke_fn(&l->hold, t, sem->revoke_ud);
 }
 
 /* A lease waiter has to wait (the leases are all taken): from now on watch

@@ -58,6 +58,7 @@ struct zkr__agg {
   struct zkr__ahist wait, hold;
   atomic_int held, waiting;
   atomic_uint_fast64_t suspensions, reconnects, losses;
+  atomic_uint_fast64_t revocations, evictions;
 };
 
 struct listener {

@@ -245,6 +245,17 @@ void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
             hold_us);
 }
 
+void zkr__stats_revocation(zkr_session *s, zkr__figs *o) {
+  zkr__figs_more *m = o ? more_of(o) : NULL;
+  if (m)
+    m->revocations++;
+  INC(s->agg.revocations);
+}
+
+void zkr__stats_eviction(zkr_session *s) {
+  INC(s->agg.evictions);
+}
+
 /* The first version of zkr_stats ends after losses. */
 #define STATS_V1_SIZE (offsetof(zkr_stats, losses) + sizeof(uint64_t))
 
@@ -265,6 +276,7 @@ int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out,
   t.acquired = o->acquired;
   if (o->more) {
     t.released = o->more->released;
+    t.revocations = o->more->revocations;
     for (int i = 0; i < ZKR_FAIL_CAUSES; i++)
       t.failed[i] = o->more->failed[i];
   }
@@ -295,6 +307,8 @@ int zkr_session_stats(const zkr_session *cs, zkr_stats *out, size_t size) {
   t.suspensions = LOAD(s->agg.suspensions);
   t.reconnects = LOAD(s->agg.reconnects);
   t.losses = LOAD(s->agg.losses);
+  t.revocations = LOAD(s->agg.revocations);
+  t.evictions = LOAD(s->agg.evictions);
   pthread_mutex_lock(&s->mu);
   zkr_session_state state = s->state;
   pthread_mutex_unlock(&s->mu);

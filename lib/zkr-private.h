@@ -237,6 +237,7 @@ typedef struct zkr__fhist {
  * second wait. */
 typedef struct zkr__figs_more {
   uint64_t released;
+  uint64_t revocations;
   uint64_t failed[ZKR_FAIL_CAUSES];
   zkr__fhist hold;
   uint64_t bucket[2][ZKR_STATS_BUCKETS]; /* [0] the waits', [1] the holds' */
@@ -265,6 +266,10 @@ void zkr__stats_wait_end(zkr_session *s, zkr__figs *o, const char *recipe,
 void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
                          const char *path, const char *node, int lost,
                          int64_t hold_us);
+/* A revocation request told to a hold of @o (under the owner's lock); an
+ * eviction made by the session's zkr_revoke(). */
+void zkr__stats_revocation(zkr_session *s, zkr__figs *o);
+void zkr__stats_eviction(zkr_session *s);
 /* Copy @o (under the owner's lock) for a getter. */
 int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out, size_t size);
 /* A threshold alarm for one wait or hold: NULL when that threshold is off

@@ -279,6 +279,54 @@ static void test_loss(void) {
   zkr_multilock_free(ml);
 }
 
+static atomic_int revoked;
+
+static void on_revoke(zkr_hold *h, int64_t requested_ms, void *ud) {
+  (void)h;
+  (void)ud;
+  if (requested_ms > 0)
+    atomic_fetch_add(&revoked, 1);
+}
+
+static int revoked_seen(void *arg) {
+  (void)arg;
+  return atomic_load(&revoked) > 0;
+}
+
+static void test_control(void) {
+  zkt_statelog log;
+  zkt_statelog_init(&log);
+  zkr_multilock_options o = {0};
+  o.state_fn = zkt_state_fn;
+  o.state_user_data = &log;
+  o.max_hold_ms = 700;
+  o.revoke_fn = on_revoke;
+  zkr_multilock *ml = set3(admin, &o);
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "a set with a 0.7 s maximum");
+  zkr_hold *h = zkr_multilock_hold(ml);
+  zkr_revoke_result r;
+  is(zkr_revoke(admin, zkt_path("b"), 100, -1, &r), ZKR_ETIMEDOUT,
+     "a revocation request of one of its paths");
+  ok(zkt_wait_for(revoked_seen, NULL, 5000), "the set's revoke_fn was told");
+  zkr_revoke(admin, zkt_path("c"), 100, -1, &r);
+  usleep(300 * 1000);
+  is(atomic_load(&revoked), 1, "once per hold of the set");
+  ok(zkt_wait_for(zkt_lost_seen, &log, 10000),
+     "given up at its maximum: LOST told");
+  is((int)zkr_hold_lost_cause(h), ZKR_LOST_MAX_HOLD, "cause ZKR_LOST_MAX_HOLD");
+  ok(zkt_children_become(admin, zkt_path("a"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("b"), 0, 5000) &&
+         zkt_children_become(admin, zkt_path("c"), 0, 5000),
+     "every node deleted");
+  is(zkr_multilock_release(ml), ZKR_ELOCKLOST, "the release says it was lost");
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "acquired again");
+  is(zkr_multilock_release(ml), ZKR_OK, "released before the maximum");
+  usleep(1000 * 1000);
+  is((int)zkr_multilock_state_get(ml), ZKR_LOCK_UNLOCKED,
+     "nothing fires after the release");
+  zkr_multilock_free(ml);
+}
+
 static atomic_int dispatched;
 
 static void count_state(zkr_hold *h, zkr_lock_state st, void *ud) {
@@ -320,6 +368,7 @@ int main(void) {
   test_blocked();
   test_orders();
   test_loss();
+  test_control();
   test_dispatch();
   zkr_session_close(admin);
   return tap_done();

@@ -102,6 +102,9 @@ static void test_release_on_request(void) {
      "one holder, released (%d %d %d %d)", r.holders, r.released, r.evicted,
      r.held);
   is(atomic_load(&x.told), 1, "its callback ran once");
+  zkr_stats st;
+  zkr_mutex_stats(m, &st, sizeof st);
+  is((int)st.revocations, 1, "the mutex's figures count one revocation");
   is(atomic_load(&x.released_rc), ZKR_OK, "and released from it");
   int64_t t = atomic_load(&x.requested);
   ok(t > before - 60000 && t < wall_ms() + 60000,
@@ -145,6 +148,9 @@ static void test_evict(void) {
   is(atomic_load(&x.told), 1, "told once per hold");
   is(zkr_revoke(rs, path, 10000, 500, &r), ZKR_OK, "with a 0.5 s grace: OK");
   ok(r.holders == 1 && r.evicted == 1 && r.held == 0, "evicted");
+  zkr_stats ss;
+  zkr_session_stats(rs, &ss, sizeof ss);
+  is((int)ss.evictions, 1, "the revoker's session counts the eviction");
   int64_t t0 = zkt_now_ms();
   while (zkr_hold_state(h) != ZKR_LOCK_LOST && zkt_now_ms() - t0 < 5000)
     usleep(10000);
@@ -227,6 +233,9 @@ static void test_readers_and_leases(void) {
   while (atomic_load(&l.told) < 2 && zkt_now_ms() - t0 < 5000)
     usleep(10000);
   is(atomic_load(&l.told), 2, "each lease told once");
+  zkr_stats sst;
+  zkr_semaphore_stats(sem, &sst, sizeof sst);
+  is((int)sst.revocations, 2, "the semaphore's figures count both");
   is(zkr_revoke(admin, sp, 5000, 0, &r), ZKR_OK, "evicted at once (grace 0)");
   is(r.evicted, 2, "both");
   t0 = zkt_now_ms();

@@ -21,7 +21,7 @@ zl="$builddir/tools/zkr-lock"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-control-$$"
-echo "1..44"
+echo "1..47"
 
 usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
   local d=$1 pat=$2; shift 2
@@ -199,3 +199,20 @@ wait $r1
 st=$?
 [ $st -eq 64 ] && grep -q "invalid lock path 'relative/a'" "$tmp/bad.err"
 ok $? "an invalid path among them is named: exit 64 ($(head -1 "$tmp/bad.err"))"
+
+# --- --and with --max-hold and --revocable: the set's ---
+"$zl" --and "$root/mh/b" --max-hold 1 --kill-after 1 "$root/mh/a" -- sh -c "$(wedged "$tmp/mh.mark")" 2>"$tmp/mh.err"
+st=$?
+[ $st -eq 75 ] && grep -q "held for --max-hold" "$tmp/mh.err" &&
+  [ "$(children "$root/mh/a")" = 0 ] && [ "$(children "$root/mh/b")" = 0 ]
+ok $? "--and --max-hold 1 with a wedged command: exit 75, both nodes deleted (got $st)"
+"$zl" --revocable --and "$root/rvs/b" "$root/rvs/a" -- sh -c "trap 'exit 6' TERM; echo held >'$tmp/rvs.held'; while :; do sleep 0.1; done" 2>/dev/null &
+h=$!; pids+=($h)
+wait_for 20 test -s "$tmp/rvs.held"
+"$zl" --revoke "$root/rvs/b"
+st1=$?
+wait $h; st=$?
+[ $st1 -eq 0 ] && [ $st -eq 6 ]
+ok $? "--revocable --and: a request on one path ends the command (exit $st), --revoke exits 0 ($st1)"
+[ "$(children "$root/rvs/a")" = 0 ] && [ "$(children "$root/rvs/b")" = 0 ]
+ok $? "and the whole set is released"

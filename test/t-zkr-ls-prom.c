@@ -210,11 +210,24 @@ int main(void) {
   v = (struct ls_view){kz, 1, 0, 0};
   prom_collect("/r/kazoo", &v);
 
+  /* a holder asked to let go: its data is the revocation request */
+  zkr_participant rv[] = {
+      part(ZKR_ROLE_LOCK, "_c_r-lock-0000000000", 1, 1000, "__REVOKE__"),
+      part(ZKR_ROLE_LOCK, "_c_s-lock-0000000001", 0, 500, "host=h pid=1")};
+  v = (struct ls_view){rv, 2, 0, 0};
+  prom_collect("/r/revoked", &v);
+
   char *m = metrics();
-  is(prom_count(), 6, "six locks recorded");
+  is(prom_count(), 7, "seven locks recorded");
+  is(sample(m, "zkr_lock_revocation_requests{path=\"/r/revoked\",type="
+               "\"lock\"}"),
+     1, "a pending revocation request counted");
+  is(sample(m, "zkr_lock_revocation_requests{path=\"/r/mutex\",type="
+               "\"lock\"}"),
+     0, "none on the mutex");
   is(sample(m, "zkr_up{root=\"/r\"}"), 1, "zkr_up 1");
-  is(sample(m, "zkr_locks{root=\"/r\",type=\"lock\"}"), 2,
-     "two locks of type lock (zkr's and kazoo's)");
+  is(sample(m, "zkr_locks{root=\"/r\",type=\"lock\"}"), 3,
+     "three locks of type lock (zkr's, kazoo's, the revoked one)");
   is(sample(m, "zkr_locks{root=\"/r\",type=\"rwlock\"}"), 1, "one rwlock");
   is(sample(m, "zkr_locks{root=\"/r\",type=\"semaphore\"}"), 2,
      "two semaphores");

@@ -32,6 +32,7 @@ struct prom_lock {
   char *path;
   const char *type; /* "lock", "rwlock", "semaphore", "election" */
   size_t contenders, holders, waiters;
+  size_t revokes; /* nodes carrying a revocation request */
   int64_t oldest_holder_ms, oldest_waiter_ms; /* ctime, if any */
   struct prom_holder *h;
   size_t nh;
@@ -100,6 +101,8 @@ void prom_collect(const char *path, const struct ls_view *v) {
   }
   for (size_t i = 0; i < v->n; i++) {
     const zkr_participant *p = &v->p[i];
+    if (p->data && strcmp(p->data, "__REVOKE__") == 0)
+      l->revokes++;
     if (!p->is_holder) {
       /* its admission node (older) stands for it */
       if (v->sem && p->role == ZKR_ROLE_LEASE && admitted_elsewhere(v, p))
@@ -240,6 +243,16 @@ void prom_write(FILE *f, const struct prom_result *sc) {
     fputs("zkr_lock_waiters", f);
     prom_lock_labels(f, &prom[i]);
     fprintf(f, " %zu\n", prom[i].waiters);
+  }
+  prom_family(f, "zkr_lock_revocation_requests",
+              "Contenders whose node carries a revocation request (Apache "
+              "Curator's __REVOKE__ data, written by zkr-lock --revoke, "
+              "zkr_revoke() or Curator's Revoker): asked to let go, not "
+              "gone yet.");
+  for (size_t i = 0; i < prom_n; i++) {
+    fputs("zkr_lock_revocation_requests", f);
+    prom_lock_labels(f, &prom[i]);
+    fprintf(f, " %zu\n", prom[i].revokes);
   }
   prom_family(f, "zkr_lock_oldest_holder_age_seconds",
               "Age of the oldest holder's node (the time since it queued, "

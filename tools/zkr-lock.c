@@ -423,8 +423,6 @@ int main(int argc, char **argv) {
   if (lk.nand && lk.permits)
     usage_error("--and (several locks as one set) and --permits (a lease "
                 "of the semaphore) exclude each other");
-  if (lk.nand && (revocable || max_hold_ms))
-    usage_error("--revocable and --max-hold do not go with --and yet");
   if (revoke && (revocable || lk.side || lk.permits || max_hold_ms ||
                  stats.on || lk.nand))
     usage_error("--revoke asks the holders of any lock at PATH: it takes no "
@@ -467,9 +465,11 @@ int main(int argc, char **argv) {
                 esc(id));
   lk.mo.max_hold_ms = max_hold_ms;
   lk.so.max_hold_ms = max_hold_ms;
+  lk.mlo.max_hold_ms = max_hold_ms;
   if (revocable) {
     lk.mo.revoke_fn = on_revoke;
     lk.so.revoke_fn = on_revoke;
+    lk.mlo.revoke_fn = on_revoke;
   }
 
   zkr_session *s = NULL;

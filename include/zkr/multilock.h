@@ -61,7 +61,12 @@ typedef struct zkr_multilock_options {
   zkr_lock_state_fn state_fn;  /**< told HELD, SUSPECT, LOST of the set;
                                     NULL: none */
   void *state_user_data;       /**< given to state_fn */
-  unsigned char reserved_[64]; /**< must be zero: later fields take its
+  int64_t max_hold_ms;         /**< give the set up after this long (ms);
+                                    0 (default): no maximum */
+  zkr_revoke_fn revoke_fn;     /**< told revocation requests of the set;
+                                    NULL (default): they are ignored */
+  void *revoke_user_data;      /**< given to revoke_fn */
+  unsigned char reserved_[40]; /**< must be zero: later fields take its
                                     place */
 } zkr_multilock_options;
 
@@ -88,12 +93,20 @@ typedef struct zkr_multilock_options {
  *             released at once). The hold given is zkr_multilock_hold(). It
  *             runs on the session's event thread (in dispatch mode, in
  *             zkr_session_dispatch()) and must not block.
+ *   max_hold_ms  As for zkr_mutex_options: a set held this long is given
+ *             up (every node deleted), LOST with ZKR_LOST_MAX_HOLD.
+ *   revoke_fn As for zkr_mutex_options: every node of a held set watches
+ *             its data, and a revocation request of any of them calls
+ *             revoke_fn once per hold of the set, with revoke_user_data,
+ *             the set's hold and the request's time.
  *   reserved_ Must be all zero.
  *
  * Returns:
  *   ZKR_OK        *@out holds the new multi-lock, ZKR_LOCK_UNLOCKED.
  *   ZKR_EINVAL    @out, @s or @members is NULL, @n is out of range, a kind is
- *                 unknown, two members name one path, or @opts is invalid.
+ *                 unknown, two members name one path, or @opts is invalid
+ *                 (an id as zkr_mutex_new() refuses, a negative
+ *                 max_hold_ms, a non-zero byte in reserved_).
  *   ZKR_EBADPATH  A path is not a valid lock path.
  *   ZKR_ECLOSED   The session is closed.
  *   ZKR_ENOMEM    Out of memory.

@@ -77,6 +77,11 @@ typedef struct zkr_stats {
   uint64_t reconnects;  /**< a session: reconnections to the same session */
   uint64_t losses;      /**< a session: ZooKeeper sessions lost (expired,
                              or declared lost by the session clock) */
+  uint64_t revocations; /**< revocation requests told to holds (revoke_fn
+                             in the options); a session: all of its
+                             objects' */
+  uint64_t evictions;   /**< a session: holders its zkr_revoke() calls
+                             evicted */
 } zkr_stats;
 
 /** What a zkr_lock_event reports. */
