@@ -383,26 +383,38 @@ static void new_prefix(char out[64]) {
 
 /* After a lost reply of the set's transaction: was it applied? Then
  * @names get its nodes (found by @prefix in each parent): 1; not applied:
- * 0; or an error. */
+ * 0; or an error. Made, but with a node gone since (deleted by another
+ * client): the nodes found are deleted (in the background, in ZooKeeper
+ * session @gen), and 0: a node left there would block the set made next. */
 static int find_set(zkr_multilock *ml, const char *prefix, char **names,
-                    int64_t deadline) {
+                    uint64_t gen, int64_t deadline) {
   size_t plen = strlen(prefix);
+  int found = 0, missing = 0;
   for (int i = 0; i < ml->n; i++) {
     zkr__result r;
     memset(&r, 0, sizeof r);
     int rc = zkr__zk_children(ml->obj.s, ml->m[i].path, deadline, &r);
-    if (rc == ZKR_ENONODE)
-      return 0;
-    if (rc != ZKR_OK)
+    if (rc != ZKR_OK && rc != ZKR_ENONODE)
       return rc;
-    for (int k = 0; k < r.names.count && !names[i]; k++)
+    for (int k = 0; rc == ZKR_OK && k < r.names.count && !names[i]; k++)
       if (strncmp(r.names.data[k], prefix, plen) == 0)
         names[i] = zkr__strdup(r.names.data[k]);
     zkr__result_clear(&r);
-    if (!names[i])
-      return 0; /* one transaction: none of them was made */
+    if (names[i])
+      found++;
+    else
+      missing++;
   }
-  return 1;
+  if (missing == 0)
+    return 1;
+  for (int i = 0; found && i < ml->n; i++)
+    if (names[i]) {
+      char *p = zkr__path_join(ml->m[i].path, names[i]);
+      if (p)
+        zkr__session_bg_delete(ml->obj.s, p, gen);
+      free(p);
+    }
+  return 0;
 }
 
 /* Make the set's nodes in one transaction: their names into @names, the
@@ -455,7 +467,7 @@ static int make_set(zkr_multilock *ml, char **names, uint64_t *gen,
           goto out;
         continue; /* a new session: whatever was made is gone */
       }
-      int f = find_set(ml, prefix, names, deadline);
+      int f = find_set(ml, prefix, names, *gen, deadline);
       if (f == 1) {
         rc = ZKR_OK;
         goto out;

@@ -103,6 +103,33 @@ void zkr__q_new_uuid(zkr__queue *q) {
   r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
 }
 
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  return -1;
+}
+
+void zkr__q_uuid_of(zkr__queue *q, const char *name) {
+  unsigned char u[16];
+  if (strncmp(name, "_c_", 3) != 0)
+    return;
+  const char *p = name + 3;
+  for (int i = 0; i < 16; i++) {
+    if (*p == '-')
+      p++;
+    int hi = hexval(p[0]), lo = hi < 0 ? -1 : hexval(p[1]);
+    if (lo < 0)
+      return;
+    u[i] = (unsigned char)(hi << 4 | lo);
+    p += 2;
+  }
+  if (*p != '-')
+    return;
+  memcpy(q->uuid, u, sizeof u);
+}
+
 void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]) {
   const unsigned char *r = q->uuid;
   snprintf(out, ZKR__QPREFIX_LEN,

@@ -179,6 +179,9 @@ void zkr__q_callback_exit(struct qctx *c);
 /* A new random UUID for the prefix of our nodes: each attempt has its
  * own, so a node of an abandoned attempt is never taken for ours. */
 void zkr__q_new_uuid(zkr__queue *q);
+/* Take the uuid of the prefix of the node named @name (a set's member,
+ * made by its multi-lock) as ours; unchanged if @name has none. */
+void zkr__q_uuid_of(zkr__queue *q, const char *name);
 /* Our nodes' prefix, "_c_<uuid>-" (Curator's protected names). */
 #define ZKR__QPREFIX_LEN 48
 void zkr__q_prefix(const zkr__queue *q, char out[ZKR__QPREFIX_LEN]);

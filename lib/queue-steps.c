@@ -251,8 +251,13 @@ static void adopt_cb(int rc, const struct Stat *stat, const void *data) {
 static void step_adopt(zkr__queue *q) {
   zhandle_t *zh;
   struct qctx *c = zkr__q_begin_request(q, &zh);
-  if (!c)
+  if (!c) {
+    /* paused (disconnected): found again by prefix once connected, as
+     * after a lost create reply, never listed without its owner read */
+    if (q->waiting_conn)
+      adopt_later(q);
     return;
+  }
   q->adopting = 1;
   int rc = zoo_aexists(zh, q->node_path, 0, adopt_cb, c);
   zkr__session_put_zh(q->s);

@@ -18,6 +18,18 @@
  *                exists before leading checks the owner), a lost leadership
  *                queued again at the back (ZKR__QLOSS_REQUEUE), and a
  *                leader that may resign once (leave, join again)
+ *   -DMULTILOCK  the multi-lock (lib/multilock.c): each contender takes a
+ *                set of two mutexes, on paths A and B, whose two nodes one
+ *                transaction makes (lost reply: found again by prefix);
+ *                each is then queued by the engine from its adoption
+ *                (zkr__queue_start_member); the first member to fail ends
+ *                the other; a member that would be made anew (session
+ *                lost while waiting, node not ours) starts the whole set
+ *                over with a new transaction. A watchdog asserts at
+ *                quiescence that every contender finished: no deadlock
+ *   -DMUTANT_SEQ_CREATE     multi-lock: the set's two nodes made by two
+ *                           creates (another contender's may come between,
+ *                           as with locks taken one by one): must deadlock
  * Switches:
  *   -DLIVE                  add the liveness claim (run pan -a -f)
  *   -DMUTANT_NO_WAKE_CHECK  the watch event alone is taken as a grant (no
@@ -111,6 +123,10 @@
 #ifdef SEMAPHORE
 #define QPC 2         /* queue objects per contender: admission, lease */
 #define NPAR 2        /* parents: locks/ (0), leases/ (1) */
+#define MAXN 14
+#elif defined(MULTILOCK)
+#define QPC 2         /* queue objects per contender: its set's members */
+#define NPAR 2        /* parents: path A (0), path B (1) */
 #define MAXN 14
 #elif defined(ELECTION)
 #define QPC 1
@@ -206,6 +222,9 @@ byte cgen[NC];    /* the session its requests go to */
 #define RQ_ADOPT  4   /* step_adopt: exists without one */
 #define RQ_OWNER  5   /* hold_now (watch_held): exists on our node, b=list_seq */
 #define RQ_VERIFY 6   /* zkr__q_verify_held: exists on our held node */
+#define RQ_MCREATE 7  /* multi-lock: the set's nodes, one transaction (a=prefix) */
+#define RQ_MFIND 8    /* multi-lock: the set's nodes by prefix (a=prefix) */
+#define RQ_SCREATE 9  /* MUTANT_SEQ_CREATE: one member's node alone (b=member) */
 /* room for what a contender sends: its create and listing, and for each
  * expiry not yet taken in by the client another pair (an expiry drains the
  * channel, but the client restarts once per LOST it takes, in the session
@@ -213,6 +232,8 @@ byte cgen[NC];    /* the session its requests go to */
  * split its step */
 #ifdef ELECTION
 #define RQLEN (2 * MAXF + 4)
+#elif defined(MULTILOCK)
+#define RQLEN (2 * (2 * MAXF + 3) + 2)
 #else
 #define RQLEN (QPC * (2 * MAXF + 3))   /* the semaphore: two queues */
 #endif
@@ -231,10 +252,16 @@ chan rq[NC] = [RQLEN] of { byte, byte, byte, byte, byte, byte };
 #define M_CONN    10
 #define M_OWNER   11  /* a=node, b=gen of the request, m=list_seq */
 #define M_VERIFY  12  /* a=node */
+#define M_MCREATE 13  /* multi-lock: a=node on A, m=node on B, b=gen */
+#define M_MFIND   14  /* multi-lock: the same, NONE for one not found */
 /* room for the replies and events of each queue object and the session
  * events of each fault; asserted never full (a too small bound fails the
  * search: the first one-fault semaphore search filled 6) */
+#ifdef MULTILOCK
+#define IBLEN (QPC * 4 + 2 * MAXF + 4)
+#else
 #define IBLEN (QPC * 4 + 2 * MAXF + 2)
+#endif
 chan ib[NC] = [IBLEN] of { byte, byte, byte, byte, byte, byte, short };
 /* typ, q, att, rc, a, b(gen of the request), m (children mask) */
 
@@ -277,7 +304,11 @@ bit  canc[NQ];    /* ghost: this acquisition was cancelled or timed out */
 /* the policy of queue q */
 #define CL(q) ((q) / QPC)
 #define QK(q) ((q) % QPC)
-#ifdef SEMAPHORE
+#ifdef MULTILOCK
+#define PAR(q) QK(q)
+#define CHILDREN(q) 0
+#define HOLDS(q, b) ((b) == 0)
+#elif defined(SEMAPHORE)
 #define PAR(q) QK(q)
 #define CHILDREN(q) (QK(q) == 1)     /* the lease: ZKR__QWAIT_CHILDREN, count_all */
 #ifdef MUTANT_LEASE_COUNT
@@ -323,6 +354,29 @@ bit  aw[NC];   /* the admission queue's watch_held (lease_waits sets it) */
 bit  lwd[NC];  /* the lease queue waited in this acquisition (q->waited) */
 bit  swt[NC];  /* its wait_fn, lease_waits, posted and not yet run */
 bit  scancel[NC];
+#endif
+
+#ifdef MULTILOCK
+/* the multi-lock's acquisition (lib/multilock.c: attempt, make_set), per
+ * contender */
+#define MS_MAKE 1     /* the transaction to send (once connected) */
+#define MS_SENT 2     /* sent, its reply awaited */
+#define MS_LOSTR 3    /* its reply lost: find the set by prefix (once
+                         connected, in the same session) */
+#define MS_FIND 4     /* the search sent */
+#define MS_WAIT 5     /* the members queued: their results awaited */
+#define MS_END 6
+byte ms[NC];
+byte mpfx[NC];    /* the set's prefix (a counter) */
+byte matt[NC];    /* the set's attempt: replies of an older one ignored */
+byte mgen[NC];    /* the session the transaction went to */
+bit  mcancel[NC];
+#ifdef MUTANT_SEQ_CREATE
+byte mn0[NC];     /* the first node made, while the second's create runs */
+#endif
+#define MEMBER(q) 1
+#else
+#define MEMBER(q) 0
 #endif
 
 /* user-level results */
@@ -371,6 +425,29 @@ inline srv_delete(n) {
 #define KEEP_ADOPT (at == att[q])
 #define KEEP_OWNER (at == att[q] && b == lseq[q])
 #define KEEP_VERIFY (at == att[q])
+#ifdef MULTILOCK
+#define KEEP_MSET(made) (at == matt[c] || (made))
+#else
+#define KEEP_MSET(made) 0
+#endif
+
+/* make a node of contender c in parent par (session g, prefix a): n */
+inline srv_make(c, par) {
+  assert(nnodes < MAXN);
+  n = nnodes; nnodes++;
+  nex[n] = 1; nown[n] = c; ngen[n] = g; npfx[n] = a;
+  printf("MSC: server: node %d created for contender %d\n", n, c);
+  npar[n] = par;
+  k = 0;
+  do
+  :: k < NC -> if
+               :: cwm[npar[n]] & (1 << k) -> IBSEND(k)M_KIDS,0,0,0,npar[n],0,0
+               :: else
+               fi; k++
+  :: else -> break
+  od;
+  cwm[npar[n]] = 0
+}
 
 /* apply one request of contender c (typ,q,at,g,a,b); reply unless silent */
 inline srv_apply(c, silent) {
@@ -447,6 +524,48 @@ inline srv_apply(c, silent) {
      :: !silent && KEEP_ADOPT -> IBSEND(c)M_ADOPT,q,at,rc,a,g,0
      :: else
      fi
+#ifdef MULTILOCK
+  :: typ == RQ_MCREATE ->   /* both nodes in one transaction, or none */
+     n = NONE; m = NONE;
+     if
+     :: rc == ZOK -> srv_make(c, 0); m = n; srv_make(c, 1); k = n; n = m; m = k
+     :: else
+     fi;
+     if
+     :: !silent && KEEP_MSET(rc == ZOK) -> IBSEND(c)M_MCREATE,q,at,rc,n,g,m
+     :: else
+     fi
+  :: typ == RQ_SCREATE ->   /* the mutant: one member's node alone */
+     n = NONE;
+     if
+     :: rc == ZOK -> srv_make(c, b)
+     :: else
+     fi;
+     if
+     :: !silent && KEEP_MSET(rc == ZOK) -> IBSEND(c)M_MCREATE,q,at,rc,n,g,b
+     :: else
+     fi
+  :: typ == RQ_MFIND ->
+     n = NONE; m = NONE;
+     if
+     :: rc == ZOK ->
+        k = 0;
+        do
+        :: k < nnodes ->
+           if
+           :: nex[k] && nown[k] == c && npfx[k] == a && npar[k] == 0 -> n = k
+           :: nex[k] && nown[k] == c && npfx[k] == a && npar[k] == 1 -> m = k
+           :: else
+           fi; k++
+        :: else -> break
+        od
+     :: else
+     fi;
+     if
+     :: !silent && KEEP_MSET(0) -> IBSEND(c)M_MFIND,q,at,rc,n,g,m
+     :: else
+     fi
+#endif
   :: typ == RQ_OWNER || typ == RQ_VERIFY ->
      if
      :: rc == ZOK && !nex[a] -> rc = ZNONODE
@@ -669,11 +788,13 @@ inline step_list(q) {
   fi
 }
 
-/* zkr__q_step_create: the create, and the listing pipelined behind it */
+/* zkr__q_step_create: the create, and the listing pipelined behind it; a
+ * multi-lock's member is never made alone: its set starts over */
 inline step_create(q) {
   if
-  :: !conn[CL(q)] -> wc[q] = 1
-  :: else ->
+  :: MEMBER(q) -> clear_node(q); finish(q, R_LOCKLOST)
+  :: !MEMBER(q) && !conn[CL(q)] -> wc[q] = 1
+  :: !MEMBER(q) && conn[CL(q)] ->
      RQSEND(CL(q))RQ_CREATE,q,att[q],cgen[CL(q)],pfx[q],0;
      lsent[q] = 0;
      if
@@ -764,7 +885,9 @@ inline requeue(q) {
 /* step_adopt(): read the stat of the node found by our prefix */
 inline step_adopt(q) {
   if
-  :: !conn[CL(q)] -> wc[q] = 1
+  :: !conn[CL(q)] ->   /* paused: found again by prefix (adopt_later) */
+     cu[q] = 1; clear_node(q); ph[q] = Q_CREATING;
+     wc[q] = 1
   :: else ->
      adopting[q] = 1;
      RQSEND(CL(q))RQ_ADOPT,q,att[q],cgen[CL(q)],me[q],0
@@ -860,8 +983,9 @@ inline restart(q) {
   fresh_att(q); fresh_pfx(q);
   lseq[q] = 0;                    /* compared only with the attempt */
   if
-  :: conn[CL(q)] -> step_create(q)
-  :: else -> wc[q] = 1
+  :: MEMBER(q) -> finish(q, R_LOCKLOST)   /* the set starts over */
+  :: !MEMBER(q) && conn[CL(q)] -> step_create(q)
+  :: !MEMBER(q) && !conn[CL(q)] -> wc[q] = 1
   fi
 }
 
@@ -1162,6 +1286,14 @@ inline user_cancel(c) {
   :: sa[c] == A_LEASE -> q = 2 * c + 1; q_cancel(q)
   fi
 }
+#elif defined(MULTILOCK)
+/* zkr_multilock_cancel: the members acquiring are cancelled; a set not
+ * made yet is not started (attempt(): ml->cancel) */
+inline user_cancel(c) {
+  mcancel[c] = 1;
+  q = 2 * c; q_cancel(q);
+  q = 2 * c + 1; q_cancel(q)
+}
 #else
 inline user_cancel(c) { q = c; q_cancel(q) }
 #endif
@@ -1182,6 +1314,8 @@ inline user_cancel(c) { q = c; q_cancel(q) }
   :: typ == RQ_ADOPT && KEEP_ADOPT -> IBSEND(c)M_ADOPT,q,at,ZCONNLOSS,a,g,0 \
   :: typ == RQ_OWNER && KEEP_OWNER -> IBSEND(c)M_OWNER,q,at,ZCONNLOSS,a,g,b \
   :: typ == RQ_VERIFY && KEEP_VERIFY -> IBSEND(c)M_VERIFY,q,at,ZCONNLOSS,a,g,0 \
+  :: (typ == RQ_MCREATE || typ == RQ_SCREATE) && KEEP_MSET(0) -> IBSEND(c)M_MCREATE,q,at,ZCONNLOSS,NONE,g,b \
+  :: typ == RQ_MFIND && KEEP_MSET(0) -> IBSEND(c)M_MFIND,q,at,ZCONNLOSS,NONE,g,NONE \
   :: else \
   fi
 
@@ -1282,7 +1416,10 @@ inline user_cancel(c) { q = c; q_cancel(q) }
 #define OPT_CL(i) :: G_CL(i) -> c = i
 #define OPT_DEL(i) :: G_DEL(i) -> n = i
 #define OPT_SET(i) :: G_SET(i) -> n = i
-#if defined(FREE_ADMISSION)
+#if defined(MULTILOCK)
+/* zkr_multilock_cancel: only while acquiring */
+#define G_CANC(i) (F_CLASS(5) && F_WHO(i) && ms[i] != 0 && ms[i] != MS_END && !mcancel[i])
+#elif defined(FREE_ADMISSION)
 /* job_cancel while leasing (a cancel while admitting ends the acquisition
  * with no lease node: the same, for the lease side, as a contender that
  * is never admitted, which needs no fault here) */
@@ -1435,12 +1572,181 @@ inline dispatch(c) {
   :: typ == M_OWNER -> on_owner(q)
   :: typ == M_VERIFY -> on_verify(q)
   :: typ >= M_RECONN && typ <= M_CONN -> on_session(c, typ)
+#ifdef MULTILOCK
+  :: typ == M_MCREATE -> on_mset(c, 0)
+  :: typ == M_MFIND -> on_mset(c, 1)
+#endif
   fi
 }
 
 #define RESET_LOCALS typ = 0; q = 0; at = 0; rc = 0; a = 0; b = 0; n = 0; k = 0; j = 0; sent = 0; m = 0
 
-#ifndef SEMAPHORE
+#ifdef MULTILOCK
+/* make_set: the set's transaction, once connected (a new prefix, a new
+ * set attempt); with MUTANT_SEQ_CREATE the first member's create alone */
+inline ml_send(c) {
+  if
+  :: conn[c] ->
+     assert(matt[c] < 255); matt[c]++;
+     assert(mpfx[c] < 255); mpfx[c]++;
+     mgen[c] = cgen[c];
+#ifdef MUTANT_SEQ_CREATE
+     RQSEND(c)RQ_SCREATE,2 * c,matt[c],cgen[c],mpfx[c],0;
+#else
+     RQSEND(c)RQ_MCREATE,2 * c,matt[c],cgen[c],mpfx[c],0;
+#endif
+     ms[c] = MS_SENT
+  :: else -> ms[c] = MS_MAKE
+  fi
+}
+
+/* attempt(): the set made, its members queued (zkr__queue_start_member:
+ * a new attempt, the node adopted: its owner read, then listed) */
+inline ml_start(c, n0, n1, gn) {
+  if
+  :: mcancel[c] ->   /* cancelled meanwhile: not started, nodes deleted */
+     nbg[n0] = 1; nbg[n1] = 1;
+     ms[c] = MS_END; ust[c] = 2
+  :: else ->
+     q = 2 * c;
+     do
+     :: q < 2 * c + 2 ->
+        fresh_att(q);
+        ph[q] = Q_LISTING; canc[q] = 0; qlost[q] = 0;
+        cu[q] = 0; cgv[q] = 0; wc[q] = 0; rla[q] = 0; lseq[q] = 0;
+        qgen[q] = gn; cgv[q] = 1; pfx[q] = mpfx[c];   /* zkr__q_uuid_of */
+        if :: q == 2 * c -> me[q] = n0 :: else -> me[q] = n1 fi;
+        step_adopt(q); q++
+     :: else -> break
+     od;
+     ms[c] = MS_WAIT
+  fi
+}
+
+/* the reply of the set's transaction (find = 0) or of the search by
+ * prefix after its lost reply (find = 1): a, m the nodes on A and B */
+inline on_mset(c, find) {
+  if
+  :: at != matt[c] || ms[c] != (find -> MS_FIND : MS_SENT) ->
+     /* an abandoned attempt: remove what it made */
+     if
+     :: !find && rc == ZOK -> nbg[a] = 1;
+#ifndef MUTANT_SEQ_CREATE
+        nbg[m] = 1
+#else
+        skip
+#endif
+     :: else
+     fi
+  :: else ->
+     if
+     :: rc == ZOK && !find ->
+#ifdef MUTANT_SEQ_CREATE
+        if
+        :: m == 0 ->   /* the first member's node: now the second's */
+           mn0[c] = a;
+           RQSEND(c)RQ_SCREATE,2 * c,matt[c],cgen[c],mpfx[c],1
+        :: else -> ml_start(c, mn0[c], a, b)
+        fi
+#else
+        ml_start(c, a, m, b)
+#endif
+     :: rc == ZOK && find && a != NONE && m != NONE -> ml_start(c, a, m, b)
+     :: rc == ZOK && find && (a == NONE || m == NONE) ->
+        /* not made (or a node deleted since: the one found deleted) */
+        if :: a != NONE -> nbg[a] = 1 :: else fi;
+        if :: m != NONE -> nbg[m] = 1 :: else fi;
+        ml_send(c)
+     :: rc == ZCONNLOSS -> ms[c] = MS_LOSTR
+     :: rc == ZEXPIRED -> ms[c] = MS_MAKE
+     fi
+  fi
+}
+
+/* the multi-lock: each contender acquires one set of two mutexes (paths
+ * A and B), makes one guarded write on each while holding, and releases */
+proctype client(byte c) {
+  byte typ, q, at, rc, a, b, n, k, j, sent, r;
+  short m;
+end:
+  do
+  :: atomic { nempty(ib[c]) -> ib[c]?typ,q,at,rc,a,b,m; dispatch(c); RESET_LOCALS }
+  :: atomic { ms[c] == MS_MAKE && (conn[c] || mcancel[c]) ->
+       if
+       :: mcancel[c] -> ms[c] = MS_END; ust[c] = 2
+       :: else -> ml_send(c)
+       fi; RESET_LOCALS }
+  :: atomic { ms[c] == MS_LOSTR && conn[c] ->
+       /* make_set after a lost reply: a new session made it go with the
+        * old one; else look for it by prefix */
+       if
+       :: cgen[c] != mgen[c] -> ml_send(c)
+       :: else ->
+          RQSEND(c)RQ_MFIND,2 * c,matt[c],cgen[c],mpfx[c],0;
+          ms[c] = MS_FIND
+       fi; RESET_LOCALS }
+  :: atomic { ms[c] == MS_WAIT &&
+              ((res[2 * c] != 0 && res[2 * c + 1] != 0) ||
+               (res[2 * c] != 0 && res[2 * c] != R_OK) ||
+               (res[2 * c + 1] != 0 && res[2 * c + 1] != R_OK)) ->
+       /* the members' results: the first failure ends the other */
+       r = R_OK;
+       if
+       :: res[2 * c] != 0 && res[2 * c] != R_OK -> r = res[2 * c]
+       :: else ->
+          if
+          :: res[2 * c + 1] != 0 && res[2 * c + 1] != R_OK -> r = res[2 * c + 1]
+          :: else
+          fi
+       fi;
+       if
+       :: r != R_OK ->
+          q = 2 * c; q_cancel(q);
+          q = 2 * c + 1; q_cancel(q)
+       :: else
+       fi;
+       if
+       :: res[2 * c] != 0 && res[2 * c + 1] != 0 ->
+          if
+          :: r == R_OK && mcancel[c] -> r = R_CANCELED   /* attempt(): ml->cancel */
+          :: else
+          fi;
+          if
+          :: r == R_OK ->   /* the set holds: a guarded write on each */
+             ust[c] = 1;
+             q = 2 * c; if :: ph[q] == Q_HELD -> guarded_write(q) :: else fi;
+             q = 2 * c + 1; if :: ph[q] == Q_HELD -> guarded_write(q) :: else fi;
+             ms[c] = MS_END
+          :: else ->
+             q = 2 * c; if :: res[q] == R_OK -> q_release(q) :: else fi;
+             q = 2 * c + 1; if :: res[q] == R_OK -> q_release(q) :: else fi;
+             if
+             :: r == R_LOCKLOST && !mcancel[c] -> ms[c] = MS_MAKE   /* again */
+             :: else -> ms[c] = MS_END; ust[c] = 2
+             fi
+          fi;
+          res[2 * c] = 0; res[2 * c + 1] = 0
+       :: else   /* (a failure cancelled the other: both are done) */
+          assert(false)
+       fi;
+       r = 0; RESET_LOCALS }
+  :: atomic { ust[c] == 1 ->
+       q = 2 * c; q_release(q); q = 2 * c + 1; q_release(q);
+       ust[c] = 2; RESET_LOCALS }
+  od
+}
+
+/* at quiescence (nothing else can move: every fault taken, every reply
+ * delivered) every contender has finished: no set waits for ever */
+active proctype watchdog() {
+  byte i;
+  timeout ->
+  do
+  :: i < NC -> assert(ust[i] == 2); i++
+  :: else -> break
+  od
+}
+#elif !defined(SEMAPHORE)
 /* mutex, rwlock: one queue object; the user acquires (blocking: started
  * in init), makes one guarded write while holding, and releases */
 proctype client(byte c) {
@@ -1626,7 +1932,9 @@ init {
 #ifdef SEMAPHORE
        sa[i0] = A_ADMIT;
 #endif
-#ifndef FREE_ADMISSION
+#ifdef MULTILOCK
+       ml_send(i0);
+#elif !defined(FREE_ADMISSION)
        q_start(i0 * QPC);
 #endif
        i0++

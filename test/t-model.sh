@@ -13,7 +13,9 @@
 # symmetry) and with its delete split by slot; the wake-up mutant's
 # expiry split by the slot of the expired session's last node (one part
 # must find it, one must not), and the liveness claim split in two
-# (-DLIVE_PART: likewise); and the model must refuse its split switches
+# (-DLIVE_PART: likewise); the multi-lock's sets of two paths (safety
+# and, by a watchdog at quiescence, no deadlock), whose mutant making the
+# two nodes with two creates must deadlock; and the model must refuse its split switches
 # where they do not hold; last, that hash compaction as model/pan-hc
 # builds it (the by-hand searches) stores every state of a small
 # exhaustive search, and that its compact store (-DCSTORE) finds an
@@ -25,7 +27,10 @@
 # Environment: ZKR_MODEL_FAULTS_MUTEX (default 1; 0 when
 # ZKR_TEST_TIMEOUT_MULTIPLIER > 1; also the election's run without a
 # resign) and ZKR_MODEL_FAULTS (default 0, the rwlock and semaphore runs
-# and the election's with a resign) set the fault budget MAXF; larger
+# and the election's with a resign, and the multi-lock's with 3
+# contenders) and ZKR_MODEL_FAULTS_MULTILOCK (default 2, 1 when
+# ZKR_TEST_TIMEOUT_MULTIPLIER > 1: the multi-lock's with 2) set the fault
+# budget MAXF; larger
 # budgets take much longer (see model/README.md).
 srcdir=${abs_top_srcdir:-${top_srcdir:-$(dirname "$0")/..}}
 model=$srcdir/model/queue.pml
@@ -53,10 +58,12 @@ fm_default=1
 [ "${ZKR_TEST_TIMEOUT_MULTIPLIER:-1}" -gt 1 ] 2>/dev/null && fm_default=0
 fm=${ZKR_MODEL_FAULTS_MUTEX:-$fm_default}
 fo=${ZKR_MODEL_FAULTS:-0}
+# the multi-lock's two-contender search: 2 faults (1 in the sanitizer runs)
+ml_f=${ZKR_MODEL_FAULTS_MULTILOCK:-$((fm_default + 1))}
 # each search is bounded in time; a search cut short fails the test
 limit=${ZKR_MODEL_TIME_LIMIT:-600}
 
-echo "1..22"
+echo "1..25"
 n=0
 
 # pan_run NAME "SPIN -D FLAGS" "CC FLAGS" "PAN ARGS": compile and run
@@ -121,6 +128,10 @@ searches=(
   # the lease side alone, admitted at any moment (a superset of its
   # behaviours: the reduction of the semaphore's two-fault search)
   "semaphore-free|semaphore (2 permits), admission left out: safety, exhaustive (3 contenders, $fo fault(s))|-DSEMAPHORE -DFREE_ADMISSION -DMAXF=$fo|$safety|$sargs"
+  # the multi-lock: sets of two mutexes made in one transaction; the
+  # watchdog asserts that every contender finishes (no deadlock)
+  "multilock-safety|multi-lock (sets of 2 paths): safety and no deadlock, exhaustive (3 contenders, $fo fault(s))|-DMULTILOCK -DNC=3 -DMAXF=$fo|$safety|$sargs"
+  "multilock-safety-f|multi-lock (sets of 2 paths): safety and no deadlock, exhaustive (2 contenders, $ml_f faults)|-DMULTILOCK -DNC=2 -DMAXF=$ml_f|$safety|$sargs"
 )
 lane() { # lane INDEX...: run those searches in turn
   local i name desc sf cf pa
@@ -129,9 +140,9 @@ lane() { # lane INDEX...: run those searches in turn
     pan_run "$name" "$sf" "$cf" "$pa" >"$tmp/$name.diag"
   done
 }
-lane 1 7 >/dev/null &   # the two longest (with faults)
+lane 1 7 11 >/dev/null &   # the three longest (with faults)
 lane_pid=$!
-lane 0 2 3 4 5 6 8 9
+lane 0 2 3 4 5 6 8 9 10
 wait "$lane_pid"
 for i in "${!searches[@]}"; do
   IFS='|' read -r name desc sf cf pa <<<"${searches[i]}"
@@ -156,6 +167,18 @@ if caught mutant && [ -s "$tmp/mutant/queue.pml.trail" ]; then
 else
   echo "not ok $n - mutant without the wake-up check gives no counterexample"
   fail_diag mutant
+fi
+
+# ... and for the multi-lock: a set whose two nodes are made by two
+# creates (another set's may come between, as when locks are taken one by
+# one) deadlocks: the watchdog's assertion must fail
+n=$((n + 1))
+pan_run mutant-seq "-DMULTILOCK -DMUTANT_SEQ_CREATE -DNC=2 -DMAXF=0" "$safety" "$sargs"
+if caught mutant-seq; then
+  echo "ok $n - multi-lock mutant with one create per node deadlocks (counterexample)"
+else
+  echo "not ok $n - multi-lock mutant with one create per node gives no counterexample"
+  fail_diag mutant-seq
 fi
 
 # ... and for the semaphore's count: a lease that holds with LIMIT other
