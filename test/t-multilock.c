@@ -190,18 +190,17 @@ static void test_blocked(void) {
 static atomic_int holders[3];
 static atomic_int overlap;
 
+/* (made by the main thread: zkt_path() and zkt_connect() are not for
+ * threads) */
+static char xyz[3][256];
+static zkr_session *wsess[THREADS];
+
 static void *worker(void *arg) {
   int k = (int)(intptr_t)arg;
-  zkr_session *s = zkt_connect(hosts, 10000);
+  zkr_session *s = wsess[k];
   int a = k % 3, b = (k + 1 + (k / 3)) % 3;
-  const char *names[3] = {"x", "y", "z"};
-  zkr_multilock_member m[2] = {{zkt_path(names[k % 2 ? b : a]), 0},
-                               {zkt_path(names[k % 2 ? a : b]), 0}};
-  char p0[256], p1[256];
-  snprintf(p0, sizeof p0, "%s", m[0].path);
-  snprintf(p1, sizeof p1, "%s", m[1].path);
-  m[0].path = p0;
-  m[1].path = p1;
+  zkr_multilock_member m[2] = {{xyz[k % 2 ? b : a], 0},
+                               {xyz[k % 2 ? a : b], 0}};
   zkr_multilock *ml = NULL;
   intptr_t done = 0;
   if (zkr_multilock_new(&ml, s, m, 2, NULL) == ZKR_OK) {
@@ -219,12 +218,16 @@ static void *worker(void *arg) {
     }
     zkr_multilock_free(ml);
   }
-  zkr_session_close(s);
   return (void *)done;
 }
 
 static void test_orders(void) {
   pthread_t th[THREADS];
+  const char *names[3] = {"x", "y", "z"};
+  for (int i = 0; i < 3; i++)
+    snprintf(xyz[i], sizeof xyz[i], "%s", zkt_path(names[i]));
+  for (int i = 0; i < THREADS; i++)
+    wsess[i] = zkt_connect(hosts, 10000);
   for (int i = 0; i < THREADS; i++)
     pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
   int all = 1;
@@ -233,6 +236,8 @@ static void test_orders(void) {
     pthread_join(th[i], &done);
     all &= (intptr_t)done == ROUNDS;
   }
+  for (int i = 0; i < THREADS; i++)
+    zkr_session_close(wsess[i]);
   ok(all,
      "%d threads, sets of 2 of 3 paths in opposite orders, %d rounds "
      "each: every round completed",
