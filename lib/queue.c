@@ -773,7 +773,7 @@ static int start(zkr__queue *q, int64_t timeout_ms, zkr__queue_done_fn fn,
     zkr__q_finish(q, ZKR_ENOMEM);
   else if (member) {
     q->gen = fixed_gen;
-    q->create_gen_valid = 1; /* (a cleanup by prefix, in that session) */
+    q->create_gen_valid = 1;   /* (a cleanup by prefix, in that session) */
     zkr__q_uuid_of(q, member); /* its prefix: found again by it */
     q->phase = Q_LISTING;
     zkr__q_step_adopt(q); /* its owner and czxid, then its place */
