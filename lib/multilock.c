@@ -55,6 +55,7 @@ struct zkr_multilock {
   void *revoke_ud;
   int64_t revoke_told; /* the set's term told of a request (its czxid) */
   int64_t max_hold_ms; /* the set's maximum hold (0: none) */
+  int64_t yield_ms;    /* the wait before a cycle search (<0: none) */
   uint64_t mh_timer;   /* its timer while held (holds a reference) */
   void *mh_arg;        /* the timer's argument (struct mh_arg) */
   int phase;
@@ -284,6 +285,7 @@ int zkr_multilock_new(zkr_multilock **out, zkr_session *s,
   ml->state_ud = opts->state_user_data;
   ml->revoke_fn = opts->revoke_fn;
   ml->max_hold_ms = opts->max_hold_ms;
+  ml->yield_ms = opts->yield_after_ms == 0 ? 30000 : opts->yield_after_ms;
   ml->revoke_ud = opts->revoke_user_data;
   ml->told = ZKR_LOCK_UNLOCKED;
   zkr__obj_init(&ml->obj, s, ml_destroy);
@@ -509,6 +511,41 @@ out:
   return rc;
 }
 
+/* Under the lock, held once: has the set, first in some of its queues,
+ * waited long enough to look for a wait-for cycle through it, and is
+ * there one? (The lock is let go while the queues are read.) */
+static int cycle_found(zkr_multilock *ml, char **names) {
+  char **paths = calloc((size_t)ml->n, sizeof *paths);
+  if (!paths)
+    return 0;
+  for (int i = 0; i < ml->n; i++)
+    paths[i] = ml->m[i].path;
+  char why[512];
+  int64_t op = zkr_session_timeout(ml->obj.s);
+  zkr__obj_unlock(&ml->obj);
+  int rc = zkr__waitfor_cycle(ml->obj.s, paths, names, ml->n,
+                              op > 0 ? op : 10000, why, sizeof why);
+  zkr__obj_lock(&ml->obj);
+  free(paths);
+  if (rc == 1)
+    zkr__log(ZKR_LOG_WARN,
+             "multi-lock of %d locks (%s, ...): a wait-for cycle: it %s; "
+             "yielding its places and queueing again",
+             ml->n, ml->m[0].path, why);
+  else if (rc < 0)
+    zkr__log(ZKR_LOG_INFO, "multi-lock: cannot look for a wait-for cycle: %s",
+             zkr_strerror(rc));
+  return rc == 1;
+}
+
+/* Under the lock: has every member held since? */
+static int all_held(const zkr_multilock *ml) {
+  for (int i = 0; i < ml->n; i++)
+    if (!ml->m[i].done || ml->m[i].rc != ZKR_OK)
+      return 0;
+  return 1;
+}
+
 /* One attempt: the set made, its members queued, their results awaited.
  * ZKR_ELOCKLOST: start over (a member would have had to be made anew). */
 static int attempt(zkr_multilock *ml, int64_t timeout_ms, int64_t deadline) {
@@ -551,14 +588,16 @@ static int attempt(zkr_multilock *ml, int64_t timeout_ms, int64_t deadline) {
   }
   /* wait for every member's result; the first failure ends the others */
   int first = ZKR_OK, ended = 0;
+  int64_t next_search = -1; /* (while first in some queue) */
   for (;;) {
-    int done = 0;
+    int done = 0, held = 0;
     for (int i = 0; i < n; i++) {
       if (!ml->m[i].done)
         continue;
       done++;
       if (ml->m[i].rc != ZKR_OK && first == ZKR_OK)
         first = ml->m[i].rc;
+      held += ml->m[i].rc == ZKR_OK;
     }
     if ((first != ZKR_OK || ml->cancel) && !ended) {
       ended = 1;
@@ -570,7 +609,23 @@ static int attempt(zkr_multilock *ml, int64_t timeout_ms, int64_t deadline) {
     }
     if (done == n)
       break;
-    zkr__obj_wait(&ml->obj, -1);
+    if (!ended && held && ml->yield_ms >= 0) {
+      if (next_search < 0)
+        next_search = zkr__now_ms() + ml->yield_ms;
+      else if (zkr__now_ms() >= next_search && cycle_found(ml, names) &&
+               !all_held(ml)) {
+        ended = 1; /* yield: every node goes, the set starts over */
+        first = ZKR_ELOCKLOST;
+        for (int i = 0; i < n; i++)
+          if (!ml->m[i].done)
+            zkr__queue_cancel(ml->m[i].q);
+        continue;
+      }
+      if (zkr__now_ms() >= next_search)
+        next_search =
+            zkr__now_ms() + (ml->yield_ms < 2000 ? ml->yield_ms : 2000) + 1;
+    }
+    zkr__obj_wait(&ml->obj, ended ? -1 : next_search);
   }
   (void)started;
   rc = first;
@@ -593,10 +648,27 @@ int zkr_multilock_acquire(zkr_multilock *ml, int64_t timeout_ms) {
   if (zkr__tls_in_callback)
     return ZKR_EDEADLK;
   zkr__obj_lock(&ml->obj);
-  if (ml->phase != ML_IDLE || ml->in_acquire || ml->obj.freed) {
+  if (ml->in_acquire || ml->obj.freed) {
     zkr__obj_unlock(&ml->obj);
     return ZKR_EBUSY;
   }
+  if (ml->phase != ML_IDLE) {
+    zkr__obj_unlock(&ml->obj);
+    zkr__log(ZKR_LOG_ERROR,
+             "zkr_multilock_acquire: the set (%s, ...) is held "
+             "already: sets are not reentrant",
+             ml->m[0].path);
+    return ZKR_EDEADLK;
+  }
+  for (int i = 0; i < ml->n; i++)
+    if (zkr__session_holds(ml->obj.s, ml->m[i].path)) {
+      zkr__obj_unlock(&ml->obj);
+      zkr__log(ZKR_LOG_ERROR,
+               "zkr_multilock_acquire: the session holds %s already (another "
+               "object): the set would wait for it",
+               ml->m[i].path);
+      return ZKR_EDEADLK;
+    }
   ml->phase = ML_ACQUIRING;
   ml->in_acquire = 1;
   ml->cancel = 0;

@@ -89,6 +89,7 @@ struct zkr__queue {
   int64_t wait_t0;   /* us */
   int64_t hold_t0;   /* us */
   zkr__alarm *alarm; /* of the wait (wait_open) or of the hold (hold_open) */
+  struct zkr__held held; /* in the session's list while hold_open */
 
   int refs;     /* under mu */
   int sleepers; /* threads in q_sleep() */

@@ -40,6 +40,7 @@ void zkr__q_wait_end(zkr__queue *q, int rc) {
                       now - q->wait_t0, q->waited, 1);
   if (rc == ZKR_OK) {
     q->hold_open = 1;
+    zkr__session_held(q->s, &q->held, 1);
     q->hold_t0 = now;
     q->alarm = zkr__alarm_arm(q->s, ZKR_ALERT_HOLD, recipe_of(q), q->parent,
                               q->node, NULL);
@@ -50,6 +51,7 @@ void zkr__q_hold_end(zkr__queue *q, int lost) {
   if (!q->hold_open)
     return;
   q->hold_open = 0;
+  zkr__session_held(q->s, &q->held, 0);
   zkr__alarm_disarm(q->alarm);
   q->alarm = NULL;
   zkr__stats_hold_end(q->s, &q->st, recipe_of(q), q->parent, q->node, lost,

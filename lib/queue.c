@@ -106,6 +106,7 @@ static struct post *post_new(zkr__queue *q) {
 }
 
 static void q_destroy(zkr__queue *q) {
+  zkr__session_held(q->s, &q->held, 0);
   free(q->node_path);
   free(q->pred1);
   free(q->pred2);
@@ -647,6 +648,8 @@ int zkr__queue_new(zkr__queue **out, zkr_session *s, const char *parent,
   if (!q)
     return ZKR_ENOMEM;
   q->parent = memcpy((char *)(q + 1), parent, plen + 1);
+  zkr__list_init(&q->held.link);
+  q->held.path = q->parent;
   q->data = q->parent + plen + 1;
   if (dlen > 0)
     memcpy(q->data, data, dlen);

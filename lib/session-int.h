@@ -193,6 +193,8 @@ struct zkr_session {
   int alert_stop;
   int alert_started;
   pthread_t alert_thread;
+  pthread_mutex_t held_mu; /* a leaf lock */
+  zkr__list held;          /* of struct zkr__held, under held_mu */
 };
 
 /* ---- sessopts.c ---- */

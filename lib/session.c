@@ -511,6 +511,8 @@ int zkr_session_new(zkr_session **out, const char *hosts,
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->alert_mu, NULL);
+  pthread_mutex_init(&s->held_mu, NULL);
+  zkr__list_init(&s->held);
   pthread_cond_init(&s->alert_cv, NULL);
   zkr__cond_init(&s->cv);
   zkr__cond_init(&s->mcv);

@@ -256,6 +256,31 @@ void zkr__stats_eviction(zkr_session *s) {
   INC(s->agg.evictions);
 }
 
+/* ---- the held locks, by path ---- */
+
+void zkr__session_held(zkr_session *s, struct zkr__held *h, int on) {
+  pthread_mutex_lock(&s->held_mu);
+  if (on && !zkr__list_linked(&h->link))
+    zkr__list_push_back(&s->held, &h->link);
+  else if (!on && zkr__list_linked(&h->link))
+    zkr__list_remove(&h->link);
+  pthread_mutex_unlock(&s->held_mu);
+}
+
+int zkr__session_holds(zkr_session *s, const char *path) {
+  int found = 0;
+  pthread_mutex_lock(&s->held_mu);
+  zkr__list *n, *tmp;
+  zkr__list_for_each_safe(n, tmp, &s->held) {
+    if (strcmp(zkr__list_entry(n, struct zkr__held, link)->path, path) == 0) {
+      found = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->held_mu);
+  return found;
+}
+
 /* The first version of zkr_stats ends after losses. */
 #define STATS_V1_SIZE (offsetof(zkr_stats, losses) + sizeof(uint64_t))
 
@@ -575,6 +600,7 @@ void zkr__alerts_stop(zkr_session *s) {
 }
 
 void zkr__alerts_destroy(zkr_session *s) {
+  pthread_mutex_destroy(&s->held_mu);
   pthread_mutex_destroy(&s->alert_mu);
   pthread_cond_destroy(&s->alert_cv);
 }

@@ -270,6 +270,25 @@ void zkr__stats_hold_end(zkr_session *s, zkr__figs *o, const char *recipe,
  * eviction made by the session's zkr_revoke(). */
 void zkr__stats_revocation(zkr_session *s, zkr__figs *o);
 void zkr__stats_eviction(zkr_session *s);
+
+/* The session's held locks, by path (a multi-lock refuses a path its
+ * session holds: ZKR_EDEADLK). A queue embeds one; zkr__session_held()
+ * adds it (@on) when a hold begins and takes it out when the hold ends
+ * (either is a no-op when already done). O(1); zkr__session_holds() is
+ * O(holds). @path must outlive the entry. */
+struct zkr__held {
+  zkr__list link;
+  const char *path;
+};
+void zkr__session_held(zkr_session *s, struct zkr__held *h, int on);
+int zkr__session_holds(zkr_session *s, const char *path);
+
+/* waitfor.c: is there a cycle of waits through a set whose node at
+ * @paths[i] is @nodes[i] (0 <= i < @n), among those queues? 1 (why into
+ * @why), 0, or an error of zkr_rwlock_participants(). Blocks (reads every
+ * queue, each within @timeout_ms). */
+int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
+                       int n, int64_t timeout_ms, char *why, size_t whylen);
 /* Copy @o (under the owner's lock) for a getter. */
 int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out, size_t size);
 /* A threshold alarm for one wait or hold: NULL when that threshold is off

@@ -101,7 +101,8 @@ static void test_basic(void) {
   is(zkr_hold_token(h), za, "the set's token is that czxid");
   is(zkr_hold_guarded_set(h, zkt_path("a"), "x", 1, -1, 5000), ZKR_OK,
      "a guarded write under the set");
-  is(zkr_multilock_acquire(ml, 0), ZKR_EBUSY, "acquired again: ZKR_EBUSY");
+  is(zkr_multilock_acquire(ml, 0), ZKR_EDEADLK,
+     "acquired again: ZKR_EDEADLK (sets are not reentrant)");
   is(zkr_multilock_release(ml), ZKR_OK, "released");
   is(zkr_multilock_release(ml), ZKR_ENOTHELD, "twice: ZKR_ENOTHELD");
   ok(zkr_multilock_hold(ml) == NULL, "no hold after");
@@ -171,8 +172,15 @@ static void test_blocked(void) {
   zkr_multilock_member w2[1] = {{zkt_path("b"), ZKR_MULTILOCK_WRITE}};
   zkr_multilock *writer = NULL;
   zkr_multilock_new(&writer, s2, w2, 1, NULL);
-  is(zkr_multilock_acquire(writer, 0), ZKR_EWOULDBLOCK,
-     "a write of b does not");
+  is(zkr_multilock_acquire(writer, 0), ZKR_EDEADLK,
+     "a write of b in the reader's session: ZKR_EDEADLK");
+  zkr_session *s3 = zkt_connect(hosts, 10000);
+  zkr_multilock *writer3 = NULL;
+  zkr_multilock_new(&writer3, s3, w2, 1, NULL);
+  is(zkr_multilock_acquire(writer3, 0), ZKR_EWOULDBLOCK,
+     "in another session: waits (try once: ZKR_EWOULDBLOCK)");
+  zkr_multilock_free(writer3);
+  zkr_session_close(s3);
   zkr_multilock_free(reader);
   zkr_multilock_free(writer);
   zkr_multilock_free(ml); /* (releases) */
@@ -278,7 +286,8 @@ static void test_loss(void) {
   is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "a set on its own session");
   zkr_session_close(s);
   is((int)zkr_multilock_state_get(ml), ZKR_LOCK_LOST, "session closed: LOST");
-  is(zkr_multilock_acquire(ml, 1000), ZKR_EBUSY, "held (lost) until released");
+  is(zkr_multilock_acquire(ml, 1000), ZKR_EDEADLK,
+     "held (lost) until released");
   is(zkr_multilock_release(ml), ZKR_ELOCKLOST, "released: ZKR_ELOCKLOST");
   is(zkr_multilock_acquire(ml, 1000), ZKR_ECLOSED, "then ZKR_ECLOSED");
   zkr_multilock_free(ml);
@@ -363,6 +372,149 @@ static void test_dispatch(void) {
   zkr_session_close(ds);
 }
 
+/* A path the session holds already, through another object: ZKR_EDEADLK,
+ * nothing sent. */
+static void test_edeadlk(void) {
+  zkr_mutex *m = NULL;
+  zkr_mutex_new(&m, admin, zkt_path("d1"), NULL);
+  is(zkr_mutex_acquire(m, 5000), ZKR_OK, "the session holds mutex d1");
+  zkr_multilock_member two[2] = {{zkt_path("d2"), ZKR_MULTILOCK_MUTEX},
+                                 {zkt_path("d1"), ZKR_MULTILOCK_MUTEX}};
+  zkr_multilock *ml = NULL;
+  is(zkr_multilock_new(&ml, admin, two, 2, NULL), ZKR_OK, "a set of d2, d1");
+  is(zkr_multilock_acquire(ml, 5000), ZKR_EDEADLK,
+     "the same session: ZKR_EDEADLK");
+  is(zkt_children(admin, zkt_path("d2")), -1, "nothing sent (no d2)");
+  zkr_session *s2 = zkt_connect(hosts, 10000);
+  zkr_multilock *other = NULL;
+  zkr_multilock_new(&other, s2, two, 2, NULL);
+  is(zkr_multilock_acquire(other, 0), ZKR_EWOULDBLOCK,
+     "another session's set only waits for it");
+  is(zkr_mutex_release(m), ZKR_OK, "the mutex released");
+  is(zkr_multilock_acquire(ml, 5000), ZKR_OK, "then the set holds");
+  is(zkr_multilock_acquire(other, 0), ZKR_EWOULDBLOCK, "(the other waits)");
+  zkr_multilock_member one[1] = {{zkt_path("d2"), ZKR_MULTILOCK_READ}};
+  zkr_multilock *third = NULL;
+  zkr_multilock_new(&third, admin, one, 1, NULL);
+  is(zkr_multilock_acquire(third, 1000), ZKR_EDEADLK,
+     "a path another set of the session holds: ZKR_EDEADLK");
+  zkr_multilock_release(ml);
+  zkr_rwlock *rw = NULL;
+  zkr_rwlock_new(&rw, admin, zkt_path("d2"), NULL);
+  is(zkr_mutex_acquire(zkr_rwlock_read_lock(rw), 5000), ZKR_OK,
+     "the session reads d2");
+  is(zkr_multilock_acquire(third, 1000), ZKR_EDEADLK,
+     "a read half held: ZKR_EDEADLK too (a writer may queue between)");
+  zkr_mutex_release(zkr_rwlock_read_lock(rw));
+  is(zkr_multilock_acquire(third, 1000), ZKR_OK, "released: it holds");
+  zkr_multilock_free(third);
+  zkr_rwlock_free(rw);
+  zkr_multilock_free(other);
+  zkr_session_close(s2);
+  zkr_multilock_free(ml);
+  zkr_mutex_free(m);
+}
+
+/* A client that holds one lock while queueing for another (as Curator's
+ * InterProcessMultiLock does) makes a cycle with a set: the set yields
+ * after yield_after_ms; a slow holder alone does not make it yield. */
+struct macq {
+  zkr_mutex *m;
+  int64_t timeout;
+  int rc;
+};
+
+static void *mutex_thread(void *arg) {
+  struct macq *x = arg;
+  x->rc = zkr_mutex_acquire(x->m, x->timeout);
+  return NULL;
+}
+
+static void test_yield(void) {
+  zkr_session *sx = zkt_connect(hosts, 10000), *sc = zkt_connect(hosts, 10000);
+  zkr_mutex *xa = NULL, *ca = NULL, *cb = NULL;
+  zkr_mutex_new(&xa, sx, zkt_path("ya"), NULL);
+  zkr_mutex_new(&ca, sc, zkt_path("ya"), NULL);
+  zkr_mutex_new(&cb, sc, zkt_path("yb"), NULL);
+  zkr_multilock_member m[2] = {{zkt_path("ya"), ZKR_MULTILOCK_MUTEX},
+                               {zkt_path("yb"), ZKR_MULTILOCK_MUTEX}};
+  for (int round = 0; round < 2; round++) {
+    int never = round == 1;
+    zkr_multilock_options o = {0};
+    o.yield_after_ms = never ? -1 : 500;
+    zkr_multilock *ml = NULL;
+    zkr_multilock_new(&ml, admin, m, 2, &o);
+    is(zkr_mutex_acquire(xa, 5000), ZKR_OK, "X holds ya");
+    struct macq c1 = {ca, 30000, -1};
+    pthread_t tc, ts;
+    pthread_create(&tc, NULL, mutex_thread, &c1);
+    ok(zkt_children_become(admin, zkt_path("ya"), 2, 5000),
+       "C queues for ya behind X");
+    struct acq sx_ = {ml, never ? 3000 : 30000, -1};
+    pthread_create(&ts, NULL, acquire_thread, &sx_);
+    ok(zkt_children_become(admin, zkt_path("ya"), 3, 5000) &&
+           zkt_children_become(admin, zkt_path("yb"), 1, 5000),
+       "the set queues: behind C at ya, first at yb");
+    is(zkr_mutex_release(xa), ZKR_OK, "X releases ya");
+    pthread_join(tc, NULL);
+    is(c1.rc, ZKR_OK, "C holds ya");
+    /* C now queues for yb behind the set: a cycle */
+    int64_t t0 = zkr__now_ms();
+    is(zkr_mutex_acquire(cb, 20000), ZKR_OK,
+       never ? "C gets yb once the set gives up at its deadline"
+             : "C gets yb: the set yielded its place");
+    int64_t waited = zkr__now_ms() - t0;
+    if (never) {
+      ok(waited >= 2000, "no yield: C waited for the set's deadline (%lld ms)",
+         (long long)waited);
+      pthread_join(ts, NULL);
+      is(sx_.rc, ZKR_ETIMEDOUT, "yield_after_ms < 0: the set timed out");
+    } else {
+      ok(zkr_multilock_state_get(ml) == ZKR_LOCK_ACQUIRING,
+         "the set still waits (queued again, behind C)");
+    }
+    zkr_mutex_release(cb);
+    zkr_mutex_release(ca);
+    if (!never) {
+      pthread_join(ts, NULL);
+      is(sx_.rc, ZKR_OK,
+         "and holds once C lets go (%lld ms after the cycle "
+         "formed)",
+         (long long)(zkr__now_ms() - t0));
+      zkr_multilock_release(ml);
+    }
+    zkr_multilock_free(ml);
+  }
+  /* a slow holder alone: no cycle, no yield */
+  zkr_multilock_options o = {0};
+  o.yield_after_ms = 200;
+  zkr_multilock *ml = NULL;
+  zkr_multilock_new(&ml, admin, m, 2, &o);
+  is(zkr_mutex_acquire(xa, 5000), ZKR_OK, "X holds ya (slowly)");
+  struct acq s1 = {ml, 30000, -1};
+  pthread_t ts;
+  pthread_create(&ts, NULL, acquire_thread, &s1);
+  ok(zkt_children_become(admin, zkt_path("yb"), 1, 5000),
+     "the set is first at yb");
+  char *yb0 = only_child("yb");
+  usleep(1500 * 1000);
+  char *yb1 = only_child("yb");
+  ok(yb0 && yb1 && strcmp(yb0, yb1) == 0,
+     "after 7 times yield_after_ms behind a slow holder, the same node: no "
+     "yield");
+  zkr_mutex_release(xa);
+  pthread_join(ts, NULL);
+  is(s1.rc, ZKR_OK, "the set holds once X lets go");
+  free(yb0);
+  free(yb1);
+  zkr_multilock_free(ml);
+  zkr_mutex_free(xa);
+  zkr_mutex_free(ca);
+  zkr_mutex_free(cb);
+  zkr_session_close(sx);
+  zkr_session_close(sc);
+}
+
 int main(void) {
   tap_init(180);
   hosts = zkt_start(1);
@@ -374,6 +526,8 @@ int main(void) {
   test_orders();
   test_loss();
   test_control();
+  test_edeadlk();
+  test_yield();
   test_dispatch();
   zkr_session_close(admin);
   return tap_done();

@@ -66,7 +66,10 @@ typedef struct zkr_multilock_options {
   zkr_revoke_fn revoke_fn;     /**< told revocation requests of the set;
                                     NULL (default): they are ignored */
   void *revoke_user_data;      /**< given to revoke_fn */
-  unsigned char reserved_[40]; /**< must be zero: later fields take its
+  int64_t yield_after_ms;      /**< yield places in a wait-for cycle after
+                                    waiting this long (ms); 0 (default):
+                                    30000; negative: never */
+  unsigned char reserved_[32]; /**< must be zero: later fields take its
                                     place */
 } zkr_multilock_options;
 
@@ -99,6 +102,18 @@ typedef struct zkr_multilock_options {
  *             its data, and a revocation request of any of them calls
  *             revoke_fn once per hold of the set, with revoke_user_data,
  *             the set's hold and the request's time.
+ *   yield_after_ms  How long an acquisition waits while first in some of
+ *             its queues (holding there, not yet everywhere) before it
+ *             looks for a wait-for cycle through the set among its queues:
+ *             a client that holds one lock while queueing for another
+ *             (Apache Curator's InterProcessMultiLock) can wait for the set
+ *             while the set waits for it. Found (the contenders placed by
+ *             their nodes' ZooKeeper sessions), the set yields: every node
+ *             is deleted and the set is made again behind them, within the
+ *             same deadline. Not found, it looks again every
+ *             min(yield_after_ms, 2 s). 0: 30000 (30 s); negative: never.
+ *             zkr sets never wait for each other in a cycle; a set is never
+ *             made to yield by one slow holder alone.
  *   reserved_ Must be all zero.
  *
  * Returns:
@@ -157,7 +172,8 @@ ZKR_EXTERN void zkr_multilock_free(zkr_multilock *ml);
  * a lock is taken, nothing left behind), negative waits without limit. On any
  * failure every node of the set is deleted. If the ZooKeeper session is lost
  * while waiting, the set is made again in the next session, in one new
- * transaction, within the same deadline.
+ * transaction, within the same deadline. So is a set that yields its places
+ * in a wait-for cycle (zkr_multilock_options.yield_after_ms).
  *
  * Returns:
  *   ZKR_OK          Every lock of the set is held.
@@ -165,8 +181,13 @@ ZKR_EXTERN void zkr_multilock_free(zkr_multilock *ml);
  *   ZKR_EWOULDBLOCK A try-once found a lock taken.
  *   ZKR_ECANCELED   zkr_multilock_cancel() or zkr_multilock_free() ended it.
  *   ZKR_EINVAL      @ml is NULL.
- *   ZKR_EBUSY       The set is held or being acquired already.
- *   ZKR_EDEADLK     Called from a zkr callback.
+ *   ZKR_EBUSY       The set is being acquired already (on another thread).
+ *   ZKR_EDEADLK     Called from a zkr callback; or the set is held already
+ *                   (sets are not reentrant); or the session of @ml holds
+ *                   a lock at one of its paths already (through another
+ *                   object: a mutex, a read-write lock's half, another
+ *                   set), which the set would have to wait for. Nothing
+ *                   is sent.
  *   ZKR_EFOREIGN    A path holds another recipe's layout (a semaphore's).
  *   ZKR_ENOAUTH     An ACL refused a node or a parent.
  *   ZKR_EEPHEMERAL  A path lies under an ephemeral node.

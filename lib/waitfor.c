@@ -1,0 +1,142 @@
+/*
+ * The wait-for search of a multi-lock that has waited long while first in
+ * some of its queues (multilock.c): is there a cycle of waits through the
+ * set, among its own queues? Each contender is placed by its node's
+ * ephemeral owner (its ZooKeeper session), not by its data, except the
+ * set's own nodes (known by name), which are one contender of their own:
+ * another object of the same session is another contender. A contender
+ * waits for another when one of its nodes does not hold and a node of the
+ * other, earlier in the same queue, blocks it by the queue's rule (a
+ * reader by earlier writers and mutex nodes, every other node by every
+ * earlier node).
+ *
+ * Owns: nothing kept; reads the queues (zkr_rwlock_participants()).
+ * Must not touch: the set (its caller passes paths and node names).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkr-private.h"
+
+struct wf {
+  int64_t *who; /* a contender's session; who[0] is the set */
+  int nwho;
+  int *from, *to; /* the waits, as contender indexes */
+  int nedges;
+};
+
+/* The index of the contender of @p at @qi (-1: out of memory). */
+static int contender(struct wf *g, const zkr_participant *p, const char *ours) {
+  if (ours && strcmp(p->node, ours) == 0)
+    return 0;
+  for (int i = 1; i < g->nwho; i++)
+    if (g->who[i] == p->session_id)
+      return i;
+  int64_t *nw = realloc(g->who, (size_t)(g->nwho + 1) * sizeof *nw);
+  if (!nw)
+    return -1;
+  g->who = nw;
+  g->who[g->nwho] = p->session_id;
+  return g->nwho++;
+}
+
+static int add_wait(struct wf *g, int a, int b) {
+  for (int k = 0; k < g->nedges; k++)
+    if (g->from[k] == a && g->to[k] == b)
+      return 0;
+  int *nf = realloc(g->from, (size_t)(g->nedges + 1) * sizeof *nf);
+  if (nf)
+    g->from = nf;
+  int *nt = realloc(g->to, (size_t)(g->nedges + 1) * sizeof *nt);
+  if (nt)
+    g->to = nt;
+  if (!nf || !nt)
+    return -1;
+  g->from[g->nedges] = a;
+  g->to[g->nedges++] = b;
+  return 0;
+}
+
+static int blocks(const zkr_participant *earlier, const zkr_participant *p) {
+  if (p->role == ZKR_ROLE_READ)
+    return earlier->role != ZKR_ROLE_READ;
+  return 1;
+}
+
+int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
+                       int n, int64_t timeout_ms, char *why, size_t whylen) {
+  struct wf g = {0};
+  int rc = 0;
+  char first_wait[300] = "";
+  g.who = malloc(sizeof *g.who);
+  if (!g.who)
+    return ZKR_ENOMEM;
+  g.who[0] = 0;
+  g.nwho = 1;
+  for (int i = 0; i < n && rc == 0; i++) {
+    zkr_participant *p = NULL;
+    size_t np = 0;
+    int r = zkr_rwlock_participants(s, paths[i], timeout_ms, &p, &np);
+    if (r == ZKR_ENONODE)
+      continue;
+    if (r != ZKR_OK) {
+      rc = r;
+      break;
+    }
+    for (size_t a = 0; a < np && rc == 0; a++) {
+      if (p[a].is_holder || p[a].session_id == 0)
+        continue;
+      int w = contender(&g, &p[a], nodes[i]);
+      for (size_t b = 0; b < a && w >= 0; b++) {
+        if (p[b].session_id == 0 || !blocks(&p[b], &p[a]))
+          continue;
+        int t = contender(&g, &p[b], nodes[i]);
+        if (t < 0 || (t != w && add_wait(&g, w, t) != 0))
+          w = -1;
+        else if (w == 0 && t != 0 && !first_wait[0])
+          snprintf(first_wait, sizeof first_wait, "%s (behind %s)", paths[i],
+                   p[b].node);
+      }
+      if (w < 0)
+        rc = ZKR_ENOMEM;
+    }
+    zkr_participants_free(p, np);
+  }
+  if (rc == 0) {
+    /* is the set reachable from itself? (breadth first) */
+    int *seen = calloc((size_t)g.nwho, sizeof *seen);
+    int *todo = calloc((size_t)g.nwho + 1, sizeof *todo);
+    int head = 0, tail = 0;
+    if (!seen || !todo)
+      rc = ZKR_ENOMEM;
+    else
+      todo[tail++] = 0;
+    while (rc == 0 && head < tail) {
+      int v = todo[head++];
+      for (int k = 0; k < g.nedges && rc == 0; k++) {
+        if (g.from[k] != v)
+          continue;
+        if (g.to[k] == 0)
+          rc = 1;
+        else if (!seen[g.to[k]]) {
+          seen[g.to[k]] = 1;
+          todo[tail++] = g.to[k];
+        }
+      }
+    }
+    free(seen);
+    free(todo);
+  }
+  if (rc == 1 && why && whylen)
+    snprintf(why, whylen,
+             "waits at %s, and a contender it waits for waits "
+             "for it",
+             first_wait);
+  free(g.who);
+  free(g.from);
+  free(g.to);
+  return rc;
+}
