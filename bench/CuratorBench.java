@@ -4,7 +4,9 @@
  * header comment), with Curator 5.4's InterProcessMutex (s5: its
  * InterProcessReadWriteLock, s6: its InterProcessSemaphoreV2; s7, lead and
  * --recipe election: its LeaderLatch, acquire being start() and await(),
- * release close()):
+ * release close(); s8: its InterProcessMultiLock over the set's paths in
+ * sorted order, or with --take sorted one InterProcessMutex per path taken
+ * in sorted order and released in reverse):
  *
  *   java -cp BUILD:JARS CuratorBench MODE --servers HOSTS --path PATH [...]
  *
@@ -31,6 +33,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -264,6 +267,113 @@ public final class CuratorBench {
     c.close();
   }
 
+  /* s8: --set distinct locks drawn at random among the --keys paths
+   * PATH/k00 .. PATH/k(K-1), all taken, held holdUs, released; "set T_REQ
+   * T_ACQ T_REL MASK" per operation (bench/driver.c's s8) */
+  static long keys = 8, setSize = 2;
+  static boolean sorted = false; /* --take sorted */
+
+  static String keyPath(String base, int k) {
+    return String.format("%s/k%02d", base, k);
+  }
+
+  /* the contender of the keys of mask: the InterProcessMultiLock over
+   * their paths in sorted order (made on first use), or (--take sorted)
+   * the mutexes of the keys in that order, released in reverse */
+  static Contender s8Set(CuratorFramework c, String base, Contender[] sets,
+                         InterProcessMutex[] mutexes, int mask) {
+    if (sets[mask] != null)
+      return sets[mask];
+    final List<String> paths = new ArrayList<>();
+    final List<InterProcessMutex> ms = new ArrayList<>();
+    for (int k = 0; k < keys; k++)
+      if ((mask & (1 << k)) != 0) {
+        paths.add(keyPath(base, k));
+        if (sorted) {
+          if (mutexes[k] == null)
+            mutexes[k] = new InterProcessMutex(c, keyPath(base, k));
+          ms.add(mutexes[k]);
+        }
+      }
+    java.util.Collections.sort(paths);
+    if (!sorted) {
+      final InterProcessMultiLock ml = new InterProcessMultiLock(c, paths);
+      sets[mask] = new Contender() {
+        public void acquire() throws Exception { ml.acquire(); }
+        public void release() throws Exception { ml.release(); }
+      };
+    } else {
+      sets[mask] = new Contender() {
+        public void acquire() throws Exception {
+          for (InterProcessMutex m : ms)
+            m.acquire();
+        }
+        public void release() throws Exception {
+          for (int i = ms.size() - 1; i >= 0; i--)
+            ms.get(i).release();
+        }
+      };
+    }
+    return sets[mask];
+  }
+
+  static int s8Draw(java.util.Random rnd) {
+    int[] idx = new int[(int) keys];
+    for (int k = 0; k < keys; k++)
+      idx[k] = k;
+    int mask = 0;
+    for (int i = 0; i < setSize; i++) {
+      int j = i + rnd.nextInt((int) keys - i);
+      int t = idx[i];
+      idx[i] = idx[j];
+      idx[j] = t;
+      mask |= 1 << idx[i];
+    }
+    return mask;
+  }
+
+  static void s8() throws Exception {
+    if (keys < 2 || keys > 16 || setSize < 1 || setSize > keys)
+      die("s8: --keys 2..16 and --set 1..K");
+    CuratorFramework c = connect();
+    java.util.Random rnd = new java.util.Random(Long.parseLong(id) * 7919 + 1);
+    String wbase = path + "-w" + id;
+    Contender[] wsets = new Contender[1 << keys];
+    InterProcessMutex[] wmutexes = new InterProcessMutex[(int) keys];
+    for (long i = 0; i < warmup; i++) {
+      Contender e = s8Set(c, wbase, wsets, wmutexes, s8Draw(rnd));
+      e.acquire();
+      e.release();
+    }
+    Contender[] sets = new Contender[1 << keys];
+    InterProcessMutex[] mutexes = new InterProcessMutex[(int) keys];
+    StringBuilder sb = new StringBuilder();
+    long end = window();
+    long cpu0 = processCpuNs();
+    for (;;) {
+      int mask = s8Draw(rnd);
+      long treq = System.nanoTime();
+      if (treq >= end)
+        break;
+      Contender e = s8Set(c, path, sets, mutexes, mask);
+      e.acquire();
+      long tacq = System.nanoTime();
+      if (holdUs > 0)
+        sleepUntil(tacq + holdUs * 1000L);
+      long trel = System.nanoTime();
+      e.release();
+      sb.append("set ").append(treq).append(' ').append(tacq).append(' ')
+          .append(trel).append(' ').append(mask).append('\n');
+    }
+    long cpu = processCpuNs() - cpu0;
+    touch("done");
+    out.print(sb);
+    if (cpu >= 0)
+      out.println("cpu_us " + cpu / 1000);
+    waitFor("end");
+    c.close();
+  }
+
   /* The CPU the JVM used so far, all its threads (JIT and GC included),
    * in ns; -1 if the JVM cannot say. */
   static long processCpuNs() {
@@ -445,6 +555,13 @@ public final class CuratorBench {
       case "--read-permille": readPermille = Long.parseLong(v); break;
       case "--hold-us": holdUs = Long.parseLong(v); break;
       case "--limit": limit = Long.parseLong(v); break;
+      case "--keys": keys = Long.parseLong(v); break;
+      case "--set": setSize = Long.parseLong(v); break;
+      case "--take":
+        if (!v.equals("multi") && !v.equals("sorted"))
+          die("--take multi|sorted");
+        sorted = v.equals("sorted");
+        break;
       case "--recipe":
         if (!v.equals("lock") && !v.equals("election"))
           die("--recipe lock|election");
@@ -464,6 +581,7 @@ public final class CuratorBench {
       case "s5": s5(); break;
       case "s6": s6(); break;
       case "s7": s7(); break;
+      case "s8": s8(); break;
       case "lead": lead(); break;
       case "hold": hold(); break;
       case "herd": herd(); break;

@@ -69,6 +69,14 @@ extern int (*const b_semaphore_new)(bsess *s, const char *path, int limit,
  * node deleted), b_lock_free frees it. NULL when the back end has none
  * (scenario S7 is then not run for it). */
 extern int (*const b_election_new)(bsess *s, const char *path, block **out);
+
+/* Optional: a multi-lock over the @n distinct lock paths @paths (mutexes,
+ * all taken or none, in one ZooKeeper transaction), as one block: b_acquire
+ * takes the whole set, b_release gives every lock back, b_lock_free frees
+ * it. NULL when the back end has none (scenario S8 then takes the locks one
+ * by one in sorted order only, with b_lock_new blocks). */
+extern int (*const b_multilock_new)(bsess *s, const char *const *paths, int n,
+                                    block **out);
 /* The number of children of @path (the sequence nodes of a lock), or -1. */
 int b_count_children(bsess *s, const char *path);
 

@@ -38,6 +38,17 @@
  *           T0 + --duration-ms, lead (join, wait to be elected), stay
  *           leader --hold-us (default 0), resign (leave); output "acq
  *           T_REQ T_ACQ T_REL" per term (T_REL: just before resigning)
+ *   s8      several locks at once: from T0 until T0 + --duration-ms, each
+ *           operation takes --set N (default 2) distinct locks drawn at
+ *           random from the --keys K (default 8) paths PATH/k00 ..
+ *           PATH/k(K-1), all of them, holds them --hold-us (default 0) and
+ *           releases them; --take multi (default): the set as one
+ *           multi-lock (back ends that have one); --take sorted: one mutex
+ *           per path, acquired in sorted path order, released in reverse.
+ *           --warmup operations first on private paths (PATH-wID/k..).
+ *           Output "set T_REQ T_ACQ T_REL MASK" per operation (T_ACQ: every
+ *           lock held; MASK: the bit mask of the key indices), and
+ *           "cpu_us N" as in s2
  *   lead    the election: lead once; output "elected T" (flushed) and
  *           write DIR/elected.ID when elected, then stay leader until
  *           DIR/end (scripts/bench SIGKILLs the leader)
@@ -78,6 +89,8 @@ static const char *o_servers, *o_path, *o_out, *o_sync, *o_locks;
 static int o_election; /* --recipe election */
 static const char *o_id = "0";
 static long o_read_permille = 900, o_hold_us = 0, o_limit = 2;
+static long o_keys = 8, o_set = 2;
+static int o_sorted; /* --take sorted */
 static long o_cycles = 2000, o_duration_ms = 10000, o_warmup, o_sessions = 1,
             o_waiters = 1000, o_session_ms = 10000;
 
@@ -93,13 +106,14 @@ static void die(const char *fmt, ...) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: %s-bench s1|s2|s5|s6|s7|lead|hold|herd|s4held|s4wait|count|"
-          "now "
+          "usage: %s-bench s1|s2|s5|s6|s7|s8|lead|hold|herd|s4held|s4wait|"
+          "count|now "
           "--servers HOSTS --path PATH [--out FILE] [--sync DIR] [--id ID]\n"
           "  [--cycles N] [--duration-ms MS] [--warmup N] [--sessions K]\n"
           "  [--locks N,N...] [--waiters W] [--session-ms MS]\n"
           "  [--read-permille N] [--hold-us US] [--limit N]\n"
-          "  [--recipe lock|election]   (modes also: s7, lead)\n",
+          "  [--recipe lock|election]   (modes also: s7, lead)\n"
+          "  [--keys K] [--set N] [--take multi|sorted]   (mode s8)\n",
           b_impl);
   exit(64);
 }
@@ -670,6 +684,162 @@ static int run_lead(void) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- s8 */
+
+enum { S8_MAX_KEYS = 16 };
+
+/* S8's contender objects on one session: the set of each bit mask of key
+ * indices as one multi-lock block (made on first use), or (--take sorted)
+ * one mutex block per key. */
+struct s8 {
+  bsess *s;
+  const char *base; /* the keys' paths: BASE/k00 ... */
+  block **sets;     /* [1 << o_keys] */
+  block *keys[S8_MAX_KEYS];
+};
+
+static void s8_path(const struct s8 *st, int k, char *buf, size_t len) {
+  snprintf(buf, len, "%s/k%02d", st->base, k);
+}
+
+static void s8_init(struct s8 *st, bsess *s, const char *base) {
+  memset(st, 0, sizeof *st);
+  st->s = s;
+  st->base = base;
+  if (!o_sorted) {
+    if (!(st->sets = calloc((size_t)1 << o_keys, sizeof *st->sets)))
+      die("out of memory");
+    return;
+  }
+  for (int k = 0; k < o_keys; k++) {
+    char p[2048];
+    s8_path(st, k, p, sizeof p);
+    st->keys[k] = lock_or_die(s, p);
+  }
+}
+
+static void s8_free(struct s8 *st) {
+  for (long m = 0; st->sets && m < (1L << o_keys); m++)
+    if (st->sets[m])
+      b_lock_free(st->sets[m]);
+  free(st->sets);
+  for (int k = 0; k < o_keys; k++)
+    if (st->keys[k])
+      b_lock_free(st->keys[k]);
+}
+
+/* The multi-lock of the keys of @mask, made on first use. */
+static block *s8_set(struct s8 *st, unsigned mask) {
+  if (st->sets[mask])
+    return st->sets[mask];
+  char buf[S8_MAX_KEYS][2048];
+  const char *paths[S8_MAX_KEYS];
+  int n = 0;
+  for (int k = 0; k < o_keys; k++)
+    if (mask & (1u << k)) {
+      s8_path(st, k, buf[n], sizeof buf[n]);
+      paths[n] = buf[n];
+      n++;
+    }
+  int rc = b_multilock_new(st->s, paths, n, &st->sets[mask]);
+  if (rc)
+    die("multilock: %s", b_strerror(rc));
+  return st->sets[mask];
+}
+
+/* --set distinct key indices drawn at random, as a bit mask. */
+static unsigned s8_draw(unsigned *seed) {
+  int idx[S8_MAX_KEYS];
+  for (int k = 0; k < o_keys; k++)
+    idx[k] = k;
+  unsigned mask = 0;
+  for (int i = 0; i < o_set; i++) {
+    int j = i + (int)(rand_r(seed) % (unsigned)(o_keys - i));
+    int t = idx[i];
+    idx[i] = idx[j];
+    idx[j] = t;
+    mask |= 1u << idx[i];
+  }
+  return mask;
+}
+
+/* Acquire every lock of @mask: the multi-lock, or the mutexes in sorted
+ * (ascending key) order. */
+static void s8_acquire(struct s8 *st, unsigned mask) {
+  int rc;
+  if (!o_sorted) {
+    if ((rc = b_acquire(s8_set(st, mask))) != 0)
+      die("acquire the set: %s", b_strerror(rc));
+    return;
+  }
+  for (int k = 0; k < o_keys; k++)
+    if ((mask & (1u << k)) && (rc = b_acquire(st->keys[k])) != 0)
+      die("acquire key %d: %s", k, b_strerror(rc));
+}
+
+/* Release every lock of @mask (the mutexes in reverse order). */
+static void s8_release(struct s8 *st, unsigned mask) {
+  int rc;
+  if (!o_sorted) {
+    if ((rc = b_release(s8_set(st, mask))) != 0)
+      die("release the set: %s", b_strerror(rc));
+    return;
+  }
+  for (int k = o_keys - 1; k >= 0; k--)
+    if ((mask & (1u << k)) && (rc = b_release(st->keys[k])) != 0)
+      die("release key %d: %s", k, b_strerror(rc));
+}
+
+static int run_s8(void) {
+  if (!o_sorted && !b_multilock_new)
+    die("s8: no multi-lock in this back end (--take sorted)");
+  if (o_keys < 2 || o_keys > S8_MAX_KEYS || o_set < 1 || o_set > o_keys)
+    die("s8: --keys 2..%d and --set 1..K", S8_MAX_KEYS);
+  bsess *s = connect_or_die();
+  unsigned seed = (unsigned)strtoul(o_id, NULL, 10) * 7919u + 1u;
+  char wbase[2048];
+  snprintf(wbase, sizeof wbase, "%s-w%s", o_path, o_id);
+  struct s8 warm_st, st;
+  s8_init(&warm_st, s, wbase);
+  for (long i = 0; i < o_warmup; i++) {
+    unsigned mask = s8_draw(&seed);
+    s8_acquire(&warm_st, mask);
+    s8_release(&warm_st, mask);
+  }
+  s8_free(&warm_st);
+  s8_init(&st, s, o_path);
+  rec r;
+  rec_init(&r, 4);
+  int64_t end = window();
+  int64_t cpu0 = cpu_us();
+  for (;;) {
+    unsigned mask = s8_draw(&seed);
+    int64_t treq = b_now_ns();
+    if (treq >= end)
+      break;
+    s8_acquire(&st, mask);
+    int64_t tacq = b_now_ns();
+    sleep_ns(o_hold_us * 1000);
+    int64_t *t = rec_next(&r);
+    t[0] = treq;
+    t[1] = tacq;
+    t[2] = b_now_ns();
+    t[3] = mask;
+    s8_release(&st, mask);
+  }
+  int64_t cpu = cpu_us() - cpu0;
+  sync_touch("done");
+  for (size_t i = 0; i < r.n; i++)
+    fprintf(out, "set %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+            r.v[4 * i], r.v[4 * i + 1], r.v[4 * i + 2], r.v[4 * i + 3]);
+  fprintf(out, "cpu_us %" PRId64 "\n", cpu);
+  sync_wait("end");
+  s8_free(&st);
+  b_close(s);
+  free(r.v);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -693,6 +863,9 @@ int main(int argc, char **argv) {
       o_id = v;
     else if (!strcmp(a, "--locks"))
       o_locks = v;
+    else if (!strcmp(a, "--take") &&
+             (!strcmp(v, "multi") || !strcmp(v, "sorted")))
+      o_sorted = !strcmp(v, "sorted");
     else if (!strcmp(a, "--recipe") &&
              (!strcmp(v, "lock") || !strcmp(v, "election")))
       o_election = !strcmp(v, "election");
@@ -719,6 +892,10 @@ int main(int argc, char **argv) {
         o_hold_us = n;
       else if (!strcmp(a, "--limit") && n >= 1)
         o_limit = n;
+      else if (!strcmp(a, "--keys"))
+        o_keys = n;
+      else if (!strcmp(a, "--set"))
+        o_set = n;
       else
         usage();
     }
@@ -741,6 +918,8 @@ int main(int argc, char **argv) {
     rc = run_s6();
   else if (!strcmp(mode, "s7"))
     rc = run_s7();
+  else if (!strcmp(mode, "s8"))
+    rc = run_s8();
   else if (!strcmp(mode, "lead"))
     rc = run_lead();
   else if (!strcmp(mode, "hold"))

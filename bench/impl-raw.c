@@ -302,6 +302,8 @@ int (*const b_cycles)(block *, b_cycle_fn, void *) = NULL;
 
 int (*const b_rwlock_new)(bsess *, const char *, block **, block **) = NULL;
 int (*const b_election_new)(bsess *, const char *, block **) = NULL;
+int (*const b_multilock_new)(bsess *, const char *const *, int,
+                             block **) = NULL;
 
 static void delete_cb(int rc, const void *data) {
   bsess *s = (bsess *)data;

@@ -306,6 +306,8 @@ int (*const b_acquire_async)(block *, b_done_fn, void *) = acquire_async;
 int (*const b_rwlock_new)(bsess *, const char *, block **, block **) = NULL;
 int (*const b_semaphore_new)(bsess *, const char *, int, block **) = NULL;
 int (*const b_election_new)(bsess *, const char *, block **) = NULL;
+int (*const b_multilock_new)(bsess *, const char *const *, int,
+                             block **) = NULL;
 
 const char *b_strerror(int rc) {
   return zkr_strerror(rc);

@@ -24,6 +24,7 @@ struct bsess {
 
 struct block {
   zkr_mutex *m;
+  zkr_multilock *ml;  /* set in a multi-lock's block (m is then NULL) */
   zkr_semaphore *sem; /* set in a semaphore's block (m is then NULL) */
   zkr_lease *lease;   /* the semaphore's lease while held */
   zkr_rwlock *rw;     /* set in the write half of a read-write lock */
@@ -112,6 +113,8 @@ int b_acquire(block *l) {
     }
     return rc == ZKR_OK ? zkr_election_await(l->e, -1) : rc;
   }
+  if (l->ml)
+    return zkr_multilock_acquire(l->ml, -1);
   if (l->sem)
     return zkr_semaphore_acquire(l->sem, 1, -1, &l->lease);
   return zkr_mutex_acquire(l->m, -1);
@@ -123,6 +126,8 @@ int b_release(block *l) {
     l->e = NULL;
     return 0;
   }
+  if (l->ml)
+    return zkr_multilock_release(l->ml);
   if (l->sem) {
     zkr_lease *lease = l->lease;
     l->lease = NULL;
@@ -138,7 +143,9 @@ void b_lock_free(block *l) {
     if (l->e)
       zkr_election_free(l->e);
     free(l->path);
-  } else if (l->sem)
+  } else if (l->ml)
+    zkr_multilock_free(l->ml);
+  else if (l->sem)
     zkr_semaphore_free(l->sem);
   else if (l->rw)
     zkr_rwlock_free(l->rw);
@@ -195,6 +202,28 @@ static int election_new(bsess *b, const char *path, block **out) {
 }
 
 int (*const b_election_new)(bsess *, const char *, block **) = election_new;
+
+static int multilock_new(bsess *b, const char *const *paths, int n,
+                         block **out) {
+  zkr_multilock_member mb[ZKR_MULTILOCK_MAX];
+  if (n < 1 || n > ZKR_MULTILOCK_MAX)
+    return ZKR_EINVAL;
+  for (int i = 0; i < n; i++)
+    mb[i] = (zkr_multilock_member){paths[i], ZKR_MULTILOCK_MUTEX};
+  block *l = calloc(1, sizeof *l);
+  if (!l)
+    return ZKR_ENOMEM;
+  int rc = zkr_multilock_new(&l->ml, b->s, mb, n, NULL);
+  if (rc != ZKR_OK) {
+    free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+int (*const b_multilock_new)(bsess *, const char *const *, int,
+                             block **) = multilock_new;
 
 const char *b_strerror(int rc) {
   return zkr_strerror(rc);

@@ -15,7 +15,9 @@
         REV), the table has a zkr-base column, and a second table gives
         zkr-base's figures as ratios to zkr's. With impl=zkr-mon (monitoring
         on) or impl=zkr-loop (dispatch mode on an epoll loop) lines, a table
-        each gives their S1 and S2 figures against zkr's.
+        each gives their S1 and S2 figures against zkr's. S8 (the multi-lock:
+        zkr, zkr-sorted, Curator) has a table of its own, each figure with
+        its ratio to zkr's.
 """
 
 import glob
@@ -291,6 +293,47 @@ def case(d):
         if cpu and all(cpu.values()):
             out.append(("cpu_us_per_handoff",
                         sum(int(v[0][0]) for v in cpu.values()) / total))
+    elif sc == "S8":
+        # sets of locks: "set T_REQ T_ACQ T_REL MASK" per operation (MASK:
+        # the key indices taken); the wait is from asking for the set to
+        # holding every lock of it
+        with open(os.path.join(d, "sync", "go")) as f:
+            t0 = int(f.read().strip())
+        dur = int(m["duration_ms"]) * 1000000
+        per, win, ops = [], [], []
+        for rows in lines_of(d, "set").values():
+            k = 0
+            for treq, tacq, trel, mask in ((int(a), int(b), int(c), int(e))
+                                           for a, b, c, e in rows):
+                ops.append((tacq, trel, mask))
+                if t0 <= tacq < t0 + dur:
+                    k += 1
+                    win.append(tacq - treq)
+            per.append(k)
+        if not win:
+            raise SystemExit("no set acquired in the window")
+        # one holder per lock: from the processes' own acquired/releasing
+        # times (each such interval lies inside the real holding), no two
+        # operations that share a key may overlap
+        for key in range(int(m["keys"])):
+            held = sorted((a, r) for a, r, mask in ops if mask >> key & 1)
+            for (a1, r1), (a2, _) in zip(held, held[1:]):
+                if a2 < r1:
+                    raise SystemExit("two holders of key %d at once: one "
+                                     "acquired at %d before the other's "
+                                     "release at %d" % (key, a2, r1))
+        total = len(ops)
+        out += [("P", m["P"]), ("hold_us", m["hold_us"]),
+                ("ops_per_s", len(win) / (dur / 1e9)),
+                ("wait_median_us", pct(win, 0.5) / 1e3),
+                ("wait_p99_us", pct(win, 0.99) / 1e3),
+                ("req_per_op", requests(d, m) / total),
+                ("fair_min_max", min(per) / max(per) if max(per) else 0.0),
+                ("acquisitions", total)]
+        cpu = lines_of(d, "cpu_us")
+        if cpu and all(cpu.values()):
+            out.append(("cpu_us_per_op",
+                        sum(int(v[0][0]) for v in cpu.values()) / total))
     elif sc == "S4":
         o = kv_file(os.path.join(d, "out.0"))
         base = int(o["rss_base"])
@@ -394,6 +437,18 @@ def rows_of(res):
                            ("req_per_handoff", False)]:
             rows.append(("S7 N=%d" % n, {"scenario": "S7W",
                                          "waiters": str(n)}, metric, hb))
+    s8 = [("ops_per_s", True), ("wait_median_us", False),
+          ("wait_p99_us", False), ("req_per_op", False),
+          ("cpu_us_per_op", False), ("fair_min_max", True)]
+    for h in sorted({int(r["hold_us"]) for r in res
+                     if r.get("scenario") == "S8"}):
+        for p in sorted({int(r["P"]) for r in res
+                         if r.get("scenario") == "S8" and
+                         r["hold_us"] == str(h)}):
+            for metric, hb in s8:
+                rows.append(("S8 P=%d hold=%dus" % (p, h),
+                             {"scenario": "S8", "P": str(p),
+                              "hold_us": str(h)}, metric, hb))
     s4keys = []
     for r in res:
         if r.get("scenario") == "S4":
@@ -422,9 +477,12 @@ def columns(res):
 
 
 def table(res):
-    """[(label, metric, {impl: (value, ratio)})], one cell per column"""
+    """[(label, metric, {impl: (value, ratio)})], one cell per column (S8
+    aside: s8_table)"""
     out = []
     for label, sel, metric, _ in rows_of(res):
+        if sel.get("scenario") == "S8":
+            continue
         cells = {}
         base = lookup(res, sel, "raw", metric)
         for impl in columns(res):
@@ -688,6 +746,51 @@ def loop_table(res):
     return versus_table(res, "zkr-loop", "zkr, dispatch on an epoll loop")
 
 
+S8_IMPLS = ["zkr", "zkr-base", "zkr-sorted", "curator"]
+
+
+def s8_table(res, md=False):
+    """S8, the multi-lock: each implementation that ran it, each figure
+    with its ratio to zkr's (the multi-lock); "" without S8 lines."""
+    cols = [i for i in S8_IMPLS
+            if any(r.get("scenario") == "S8" and r.get("impl") == i
+                   for r in res)]
+    rows = [(label, sel, metric) for label, sel, metric, _ in rows_of(res)
+            if sel.get("scenario") == "S8"]
+    if not cols or not rows:
+        return ""
+    titles = {"zkr": "zkr (multi-lock)",
+              "zkr-base": "zkr-base (multi-lock)",
+              "zkr-sorted": "zkr-sorted (2 mutexes)",
+              "curator": "curator (InterProcessMultiLock)"}
+
+    def c(sel, impl, metric):
+        v = lookup(res, sel, impl, metric)
+        z = lookup(res, sel, "zkr", metric)
+        if v is None:
+            return "n/a"
+        if impl == "zkr" or not z:
+            return fmt(v)
+        return "%s (%.2fx)" % (fmt(v), v / z)
+    if md:
+        lines = ["| scenario | metric | " + " | ".join(
+                     titles[i] + ("" if i == "zkr" else " (x zkr)")
+                     for i in cols) + " |",
+                 "|---|---|" + "---:|" * len(cols)]
+        for label, sel, metric in rows:
+            lines.append("| %s | %s | %s |" % (label, metric, " | ".join(
+                c(sel, i, metric) for i in cols)))
+        return "\n".join(lines)
+    w = [20, 17] + [26] * len(cols)
+    head = ["scenario", "metric"] + [i if i == "zkr" else "%s (x zkr)" % i
+                                     for i in cols]
+    lines = ["".join(h.ljust(x) for h, x in zip(head, w)).rstrip()]
+    for label, sel, metric in rows:
+        row = [label, metric] + [c(sel, i, metric) for i in cols]
+        lines.append("".join(v.ljust(x) for v, x in zip(row, w)).rstrip())
+    return "\n".join(lines)
+
+
 def baseline_table(res):
     """Every figure of zkr-base (scripts/bench --baseline REV: zkr as of
     REV) against zkr's in the same run; "" without them."""
@@ -715,14 +818,21 @@ def final(args):
     res = parse_results(os.path.join(run, "results.txt"))
     failed = [f for f in opts.get("--failed", "").split(";") if f]
     tab = table(res)
-    print()
-    print(text_table(tab))
+    if tab:
+        print()
+        print(text_table(tab))
     print()
     tg = targets(res)
     for name, got, met in tg:
         print("target %-48s %-36s %s" % (
             name, got, "-" if met is None else ("met" if met else "NOT MET")))
     pt = probe_table(res)
+    st = s8_table(res)
+    if st:
+        print()
+        print("S8, two of 8 locks at once (x zkr: ratio to zkr's "
+              "multi-lock):")
+        print(st)
     mt = monitor_table(res)
     if mt:
         print()
@@ -762,6 +872,14 @@ def final(args):
     gen += ["| %s | %s | %s |" % (n, g, "-" if m is None else
                                    ("yes" if m else "**no**"))
             for n, g, m in tg]
+    if st:
+        gen += ["", "### S8: two locks at once", "",
+                "zkr's multi-lock (the set in one transaction), zkr-sorted "
+                "(two zkr mutexes taken in sorted path order, released in "
+                "reverse) and Curator's InterProcessMultiLock (given the paths "
+                "sorted), each on its own 8 paths; each figure with its ratio "
+                "to zkr's. kazoo has no multi-lock, and the raw floor none "
+                "either.", "", s8_table(res, md=True)]
     if mt:
         gen += ["", "### Monitoring on against off", "",
                 "zkr-mon is zkr with monitoring fully on: a lock hook that "
