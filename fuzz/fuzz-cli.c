@@ -2,13 +2,12 @@
  * (tools/cli*.c, linked as the tools link them; exit() is caught):
  * parse_long and parse_seconds against references and in round trips
  * (format, then parse gives the number back); run_opt and seconds_opt
- * (--max-hold, --grace) take exactly the values the parsers take, and
- * their usage errors are whole (the argument escaped, never cut) and exit
- * 64; getopt_long's complaints become one
- * line that names the option; esc() output has no control characters,
- * is valid UTF-8 and unescapes to the input; json_string() writes a JSON
- * string that decodes to the input (invalid bytes as Latin-1); utf8_seq
- * agrees with a reference decoder.
+ * (--max-hold, --grace, --yield-after) take exactly the values the parsers
+ * take, and their usage errors are whole (the argument escaped, never cut) and
+ * exit 64; getopt_long's complaints become one line that names the option;
+ * esc() output has no control characters, is valid UTF-8 and unescapes to the
+ * input; json_string() writes a JSON string that decodes to the input (invalid
+ * bytes as Latin-1); utf8_seq agrees with a reference decoder.
  *
  * Input: 1 byte (what to fuzz), then NUL-separated strings. */
 #include "config.h"
@@ -363,8 +362,9 @@ static void one_opt(int c, const char *arg) {
 }
 
 /* seconds_opt (the duration options of the lock control: --max-hold,
- * --grace) takes what parse_seconds takes, 0 only when allowed; a refused
- * value is a whole usage message, exit 64, and leaves the value as it was. */
+ * --grace, --yield-after) takes what parse_seconds takes, 0 only when allowed;
+ * a refused value is a whole usage message, exit 64, and leaves the value as it
+ * was. */
 static void one_seconds(const char *name, int zero_ok, const char *arg) {
   int64_t got = -7, want = 0;
   capture();
@@ -544,6 +544,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       one_opt(opts[i], argv[1]);
     one_seconds("--max-hold", 0, argv[1]);
     one_seconds("--grace", 1, argv[1]);
+    one_seconds("--yield-after", 1, argv[1]);
     break;
   }
   case 2:

@@ -56,6 +56,7 @@ struct zkr_multilock {
   int64_t revoke_told; /* the set's term told of a request (its czxid) */
   int64_t max_hold_ms; /* the set's maximum hold (0: none) */
   int64_t yield_ms;    /* the wait before a cycle search (<0: none) */
+  char **ahead;        /* after a yield: the nodes to let go by first */
   uint64_t mh_timer;   /* its timer while held (holds a reference) */
   void *mh_arg;        /* the timer's argument (struct mh_arg) */
   int phase;
@@ -224,6 +225,7 @@ static void disarm_max_hold(zkr_multilock *ml) {
 
 static void ml_destroy(zkr__obj *o) {
   zkr_multilock *ml = (zkr_multilock *)o;
+  zkr__waitfor_free(ml->ahead);
   for (int i = 0; i < ml->n; i++)
     free(ml->m[i].path);
   free(ml->m);
@@ -521,12 +523,15 @@ static int cycle_found(zkr_multilock *ml, char **names) {
   for (int i = 0; i < ml->n; i++)
     paths[i] = ml->m[i].path;
   char why[512];
+  char **ahead = NULL;
   int64_t op = zkr_session_timeout(ml->obj.s);
   zkr__obj_unlock(&ml->obj);
   int rc = zkr__waitfor_cycle(ml->obj.s, paths, names, ml->n,
-                              op > 0 ? op : 10000, why, sizeof why);
+                              op > 0 ? op : 10000, why, sizeof why, &ahead);
   zkr__obj_lock(&ml->obj);
   free(paths);
+  zkr__waitfor_free(ml->ahead);
+  ml->ahead = ahead;
   if (rc == 1)
     zkr__log(ZKR_LOG_WARN,
              "multi-lock of %d locks (%s, ...): a wait-for cycle: it %s; "
@@ -536,6 +541,41 @@ static int cycle_found(zkr_multilock *ml, char **names) {
     zkr__log(ZKR_LOG_INFO, "multi-lock: cannot look for a wait-for cycle: %s",
              zkr_strerror(rc));
   return rc == 1;
+}
+
+/* After a yield: wait until the nodes the set waited behind are gone
+ * (the contenders it yielded to have gone by), so that the set made again
+ * does not at once close the same cycle. Polled; bounded by @deadline;
+ * ended by a cancel. */
+static int let_go_by(zkr_multilock *ml, int64_t deadline) {
+  zkr__obj_lock(&ml->obj);
+  char **ahead = ml->ahead;
+  ml->ahead = NULL;
+  zkr__obj_unlock(&ml->obj);
+  int rc = ZKR_OK;
+  for (int i = 0; ahead && ahead[i] && rc == ZKR_OK;) {
+    zkr__result r;
+    memset(&r, 0, sizeof r);
+    int e = zkr__zk_exists(ml->obj.s, ahead[i], deadline, &r);
+    zkr__result_clear(&r);
+    if (e != ZKR_OK) { /* gone (or unknown: make the set anyway) */
+      i++;
+      continue;
+    }
+    int64_t now = zkr__now_ms();
+    if (deadline >= 0 && now >= deadline)
+      break; /* (the attempt made next ends at once) */
+    zkr__obj_lock(&ml->obj);
+    if (ml->cancel)
+      rc = ZKR_ECANCELED;
+    else
+      zkr__obj_wait(&ml->obj, deadline >= 0 && deadline < now + 200
+                                  ? deadline
+                                  : now + 200);
+    zkr__obj_unlock(&ml->obj);
+  }
+  zkr__waitfor_free(ahead);
+  return rc;
 }
 
 /* Under the lock: has every member held since? */
@@ -612,14 +652,17 @@ static int attempt(zkr_multilock *ml, int64_t timeout_ms, int64_t deadline) {
     if (!ended && held && ml->yield_ms >= 0) {
       if (next_search < 0)
         next_search = zkr__now_ms() + ml->yield_ms;
-      else if (zkr__now_ms() >= next_search && cycle_found(ml, names) &&
-               !all_held(ml)) {
-        ended = 1; /* yield: every node goes, the set starts over */
-        first = ZKR_ELOCKLOST;
-        for (int i = 0; i < n; i++)
-          if (!ml->m[i].done)
-            zkr__queue_cancel(ml->m[i].q);
-        continue;
+      else if (zkr__now_ms() >= next_search && cycle_found(ml, names)) {
+        if (!all_held(ml)) {
+          ended = 1; /* yield: every node goes, the set starts over */
+          first = ZKR_ELOCKLOST;
+          for (int i = 0; i < n; i++)
+            if (!ml->m[i].done)
+              zkr__queue_cancel(ml->m[i].q);
+          continue;
+        }
+        zkr__waitfor_free(ml->ahead); /* (held meanwhile: no yield) */
+        ml->ahead = NULL;
       }
       if (zkr__now_ms() >= next_search)
         next_search =
@@ -700,7 +743,7 @@ int zkr_multilock_acquire(zkr_multilock *ml, int64_t timeout_ms) {
       rc = timeout_ms == 0 ? ZKR_EWOULDBLOCK : ZKR_ETIMEDOUT;
       break;
     }
-    if (ml->cancel) {
+    if (ml->cancel || let_go_by(ml, deadline) == ZKR_ECANCELED) {
       rc = ZKR_ECANCELED;
       break;
     }
@@ -708,6 +751,8 @@ int zkr_multilock_acquire(zkr_multilock *ml, int64_t timeout_ms) {
   }
   zkr__obj_lock(&ml->obj);
   ml->in_acquire = 0;
+  zkr__waitfor_free(ml->ahead);
+  ml->ahead = NULL;
   if (rc == ZKR_OK && ml->cancel) {
     for (int i = 0; i < ml->n; i++)
       zkr__queue_release(ml->m[i].q);

@@ -66,9 +66,33 @@ static int blocks(const zkr_participant *earlier, const zkr_participant *p) {
   return 1;
 }
 
+/* Add @path/@node to the NULL-ended list @l (*@nl entries); -1: out of
+ * memory. */
+static int add_ahead(char ***l, int *nl, const char *path, const char *node) {
+  char **nw = realloc(*l, (size_t)(*nl + 2) * sizeof *nw);
+  if (!nw)
+    return -1;
+  *l = nw;
+  nw[*nl] = zkr__path_join(path, node);
+  nw[*nl + 1] = NULL;
+  if (!nw[*nl])
+    return -1;
+  ++*nl;
+  return 0;
+}
+
+void zkr__waitfor_free(char **ahead) {
+  for (int i = 0; ahead && ahead[i]; i++)
+    free(ahead[i]);
+  free(ahead);
+}
+
 int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
-                       int n, int64_t timeout_ms, char *why, size_t whylen) {
+                       int n, int64_t timeout_ms, char *why, size_t whylen,
+                       char ***ahead) {
   struct wf g = {0};
+  int nahead = 0;
+  *ahead = NULL;
   int rc = 0;
   char first_wait[300] = "";
   g.who = malloc(sizeof *g.who);
@@ -95,6 +119,9 @@ int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
           continue;
         int t = contender(&g, &p[b], nodes[i]);
         if (t < 0 || (t != w && add_wait(&g, w, t) != 0))
+          w = -1;
+        else if (w == 0 && t != 0 &&
+                 add_ahead(ahead, &nahead, paths[i], p[b].node) != 0)
           w = -1;
         else if (w == 0 && t != 0 && !first_wait[0])
           snprintf(first_wait, sizeof first_wait, "%s (behind %s)", paths[i],
@@ -129,6 +156,10 @@ int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
     }
     free(seen);
     free(todo);
+  }
+  if (rc != 1) {
+    zkr__waitfor_free(*ahead);
+    *ahead = NULL;
   }
   if (rc == 1 && why && whylen)
     snprintf(why, whylen,

@@ -285,10 +285,14 @@ int zkr__session_holds(zkr_session *s, const char *path);
 
 /* waitfor.c: is there a cycle of waits through a set whose node at
  * @paths[i] is @nodes[i] (0 <= i < @n), among those queues? 1 (why into
- * @why), 0, or an error of zkr_rwlock_participants(). Blocks (reads every
+ * @why; into *@ahead a NULL-ended list of the paths of the nodes the set
+ * waits behind, for zkr__waitfor_free()), 0, or an error of
+ * zkr_rwlock_participants() (*@ahead NULL then). Blocks (reads every
  * queue, each within @timeout_ms). */
 int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
-                       int n, int64_t timeout_ms, char *why, size_t whylen);
+                       int n, int64_t timeout_ms, char *why, size_t whylen,
+                       char ***ahead);
+void zkr__waitfor_free(char **ahead);
 /* Copy @o (under the owner's lock) for a getter. */
 int zkr__stats_copy(const zkr__figs *o, int state, zkr_stats *out, size_t size);
 /* A threshold alarm for one wait or hold: NULL when that threshold is off

@@ -88,6 +88,13 @@ static void help(void) {
       "                             --and path as one set: all or none, no\n"
       "                             deadlock between sets (--read/--write\n"
       "                             apply to every path)\n"
+      "      --yield-after SECONDS  with --and: after waiting SECONDS while\n"
+      "                             first in some of the set's queues, look\n"
+      "                             for a wait-for cycle through the set (a\n"
+      "                             client holding one lock while queueing\n"
+      "                             for another) and, if found, yield and\n"
+      "                             queue again (0 or at least 0.001, at most\n"
+      "                             1000000000; default 30)\n"
       "      --permits N            take one of the N leases of the semaphore\n"
       "                             at PATH instead: up to N run at once\n"
       "                             (1 to %d; every user of PATH must give\n"
@@ -291,7 +298,8 @@ enum {
   OPT_REVOCABLE,
   OPT_REVOKE,
   OPT_GRACE,
-  OPT_AND
+  OPT_AND,
+  OPT_YIELD_AFTER
 };
 
 /* --revoke: ask the holders of @path to let go (and evict them after
@@ -329,7 +337,7 @@ static int revoke_main(struct run_opts *ro, const char *path,
 int main(int argc, char **argv) {
   struct run_opts ro;
   run_opts_init(&ro);
-  int64_t timeout_ms = -1, max_hold_ms = 0, grace_ms = -1;
+  int64_t timeout_ms = -1, max_hold_ms = 0, grace_ms = -1, yield_ms = -2;
   int revocable = 0, revoke = 0;
   long conflict = EX_CONFLICT_DEFAULT;
 
@@ -350,6 +358,7 @@ int main(int argc, char **argv) {
       {"revoke", no_argument, NULL, OPT_REVOKE},
       {"grace", required_argument, NULL, OPT_GRACE},
       {"and", required_argument, NULL, OPT_AND},
+      {"yield-after", required_argument, NULL, OPT_YIELD_AFTER},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int c;
@@ -403,6 +412,9 @@ int main(int argc, char **argv) {
     case OPT_GRACE:
       seconds_opt("--grace", optarg, 1, &grace_ms);
       break;
+    case OPT_YIELD_AFTER:
+      seconds_opt("--yield-after", optarg, 1, &yield_ms);
+      break;
     case OPT_AND:
       if (lk.nand + 1 >= ZKR_MULTILOCK_MAX)
         usage_error("too many --and paths: at most %d locks in all",
@@ -420,6 +432,8 @@ int main(int argc, char **argv) {
     usage_error("--json goes with --stats");
   if (grace_ms >= 0 && !revoke)
     usage_error("--grace goes with --revoke");
+  if (yield_ms != -2 && !lk.nand)
+    usage_error("--yield-after goes with --and (a set of locks)");
   if (lk.nand && lk.permits)
     usage_error("--and (several locks as one set) and --permits (a lease "
                 "of the semaphore) exclude each other");
@@ -466,6 +480,8 @@ int main(int argc, char **argv) {
   lk.mo.max_hold_ms = max_hold_ms;
   lk.so.max_hold_ms = max_hold_ms;
   lk.mlo.max_hold_ms = max_hold_ms;
+  if (yield_ms != -2) /* (0: look for a cycle at once: 1 ms) */
+    lk.mlo.yield_after_ms = yield_ms > 0 ? yield_ms : 1;
   if (revocable) {
     lk.mo.revoke_fn = on_revoke;
     lk.so.revoke_fn = on_revoke;
