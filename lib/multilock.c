@@ -804,9 +804,34 @@ int zkr_multilock_release(zkr_multilock *ml) {
   int rc = ZKR_ENOTHELD;
   if (ml->phase == ML_HELD || ml->phase == ML_LOST) {
     rc = ml->phase == ML_LOST ? ZKR_ELOCKLOST : ZKR_OK;
-    for (int i = 0; i < ml->n; i++)
-      if (zkr__queue_release(ml->m[i].q) == ZKR_ELOCKLOST)
+    /* every node in one transaction (one by one if they are not all of
+     * one ZooKeeper session, or out of memory) */
+    char **del = calloc((size_t)ml->n, sizeof *del);
+    uint64_t *gens = calloc((size_t)ml->n, sizeof *gens);
+    int nd = 0, one_gen = 1;
+    for (int i = 0; i < ml->n; i++) {
+      char *p = NULL;
+      uint64_t g = 0;
+      int r = del && gens ? zkr__queue_release_take(ml->m[i].q, &p, &g)
+                          : zkr__queue_release(ml->m[i].q);
+      if (r == ZKR_ELOCKLOST)
         rc = ZKR_ELOCKLOST;
+      if (p) {
+        if (nd > 0 && g != gens[0])
+          one_gen = 0;
+        del[nd] = p;
+        gens[nd++] = g;
+      }
+    }
+    if (one_gen && nd > 0)
+      zkr__session_bg_delete_set(ml->obj.s, del, nd, gens[0]);
+    for (int i = 0; i < nd; i++) {
+      if (!one_gen)
+        zkr__session_bg_delete(ml->obj.s, del[i], gens[i]);
+      free(del[i]);
+    }
+    free(del);
+    free(gens);
     disarm_max_hold(ml);
     atomic_store(&ml->hold.czxid, 0);
     ml->phase = ML_IDLE;

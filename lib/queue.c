@@ -829,7 +829,9 @@ int zkr__queue_cancel(zkr__queue *q) {
   return rc;
 }
 
-int zkr__queue_release(zkr__queue *q) {
+/* The release; @take non-NULL: our node's path and ZooKeeper session go
+ * to the caller, who deletes it, instead of a deletion here. */
+static int release(zkr__queue *q, char **take, uint64_t *gen) {
   zkr__q_lock_checked(q);
   int rc = ZKR_OK;
   if (q->phase != Q_HELD) {
@@ -842,6 +844,8 @@ int zkr__queue_release(zkr__queue *q) {
     zkr__q_drop_watch(q, 0); /* our delete consumes the server's watch */
     if (q->lstate == ZKR__Q_LOST)
       rc = ZKR_ELOCKLOST;
+    else if (take && (*take = zkr__strdup(q->node_path)) != NULL)
+      *gen = q->gen;
     else
       zkr__session_bg_delete(q->s, q->node_path, q->gen);
     zkr__q_clear_node(q);
@@ -851,6 +855,15 @@ int zkr__queue_release(zkr__queue *q) {
   }
   q_unlock(q);
   return rc;
+}
+
+int zkr__queue_release(zkr__queue *q) {
+  return release(q, NULL, NULL);
+}
+
+int zkr__queue_release_take(zkr__queue *q, char **node_path, uint64_t *gen) {
+  *node_path = NULL;
+  return release(q, node_path, gen);
 }
 
 void zkr__q_post_revoke(zkr__queue *q) {

@@ -166,6 +166,11 @@ int zkr__queue_cancel(zkr__queue *q);
 /* Delete our node (in the background if the connection is down).
  * ZKR_ENOTHELD, or ZKR_ELOCKLOST once after a loss. */
 int zkr__queue_release(zkr__queue *q);
+/* The same, except that a node to delete is not deleted: its path goes
+ * to *@node_path (the caller's to free; NULL if there is none) and its
+ * ZooKeeper session to *@gen, for the caller to delete (a multi-lock's
+ * release: every member's node in one transaction). */
+int zkr__queue_release_take(zkr__queue *q, char **node_path, uint64_t *gen);
 zkr__qstate zkr__queue_state(zkr__queue *q);
 /* The public state of an engine state. */
 zkr_lock_state zkr__lock_state_of(zkr__qstate st);

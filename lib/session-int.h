@@ -112,9 +112,17 @@ struct bgdel {
   char *prefix; /* non-NULL: delete children of path with this prefix */
   uint64_t gen; /* the ZooKeeper session it belongs to */
   int in_flight;
+  /* a set (nset > 0): delete path and set[0..nset-2] in one transaction;
+   * ops and res for the request in flight */
+  int nset;
+  char **set;
+  zoo_op_t *ops;
+  zoo_op_result_t *res;
   zkr_session *s;
   zkr__list link; /* in s->bgdels */
 };
+/* Free a background deletion (bgdelete.c). */
+void zkr__bg_free(struct bgdel *b);
 
 /* Per-handle context handed to zookeeper_init as the watcher context. */
 struct hctx {

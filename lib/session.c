@@ -86,10 +86,7 @@ static void session_free(zkr_session *s) {
   }
   zkr__timers_free(&s->timers);
   zkr__list_for_each_safe(n, tmp, &s->bgdels) {
-    struct bgdel *b = zkr__list_entry(n, struct bgdel, link);
-    free(b->path);
-    free(b->prefix);
-    free(b);
+    zkr__bg_free(zkr__list_entry(n, struct bgdel, link));
   }
   zkr__list_for_each_safe(n, tmp, &s->evq) {
     free(zkr__list_entry(n, struct event, link));

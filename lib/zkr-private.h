@@ -218,6 +218,12 @@ int zkr__session_bg_delete(zkr_session *s, const char *path, uint64_t gen);
  * @prefix (a create whose reply was lost may have left one). */
 int zkr__session_bg_cleanup(zkr_session *s, const char *parent,
                             const char *prefix, uint64_t gen);
+/* Background deletion of the @n nodes @paths of ZooKeeper session @gen in
+ * one transaction (a multi-lock's release), retried as above; if the
+ * transaction fails for another reason (a node gone already), each node
+ * is deleted alone. */
+int zkr__session_bg_delete_set(zkr_session *s, char *const *paths, int n,
+                               uint64_t gen);
 /* Number of background deletions not finished (for tests). */
 int zkr__session_bg_pending(zkr_session *s);
 /* Remove the server-side watch of @kind on @path, unless another

@@ -80,6 +80,14 @@ static int64_t czxid_of(const char *name, const char *child) {
   return r.stat.czxid;
 }
 
+/* The zxid of the last change of @name's children. */
+static int64_t pzxid_of(const char *name) {
+  zkr__result r;
+  memset(&r, 0, sizeof r);
+  zkr__zk_exists(admin, zkt_path(name), zkr__deadline(5000), &r);
+  return r.stat.pzxid;
+}
+
 static void test_basic(void) {
   zkr_multilock *ml = set3(admin, NULL);
   is((int)zkr_multilock_state_get(ml), ZKR_LOCK_UNLOCKED, "UNLOCKED");
@@ -110,6 +118,9 @@ static void test_basic(void) {
          zkt_children_become(admin, zkt_path("b"), 0, 5000) &&
          zkt_children_become(admin, zkt_path("c"), 0, 5000),
      "every node deleted");
+  int64_t pa = pzxid_of("a");
+  ok(pa > za && pzxid_of("b") == pa && pzxid_of("c") == pa,
+     "in one transaction (the three parents' last child change is one zxid)");
   free(a);
   free(b);
   free(c);

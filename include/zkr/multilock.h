@@ -227,8 +227,10 @@ ZKR_EXTERN int zkr_multilock_cancel(zkr_multilock *ml);
 /**
  * zkr_multilock_release - release a held set
  *
- * zkr_multilock_release() deletes every node of the set held by @ml (in the
- * background if the connection is down).
+ * zkr_multilock_release() deletes every node of the set held by @ml, in one
+ * ZooKeeper transaction (sent in the background, and again after a
+ * connection loss; a set some of whose nodes are gone already has the
+ * others deleted one by one).
  *
  * Returns:
  *   ZKR_OK        Released.
