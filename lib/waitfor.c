@@ -1,7 +1,10 @@
 /*
  * The wait-for search of a multi-lock that has waited long while first in
  * some of its queues (multilock.c): is there a cycle of waits through the
- * set, among its own queues? Each contender is placed by its node's
+ * set, among its own queues and their siblings (the other children of
+ * their parents, up to WF_SIBLINGS per parent: locks taken together tend
+ * to share a parent, and a cycle may run through one the set does not
+ * take)? Each contender is placed by its node's
  * ephemeral owner (its ZooKeeper session), not by its data, except the
  * set's own nodes (known by name), which are one contender of their own:
  * another object of the same session is another contender. A contender
@@ -60,6 +63,14 @@ static int add_wait(struct wf *g, int a, int b) {
   return 0;
 }
 
+/* A lock contender's node (not a lease, a participant of an election or
+ * any other sequential child). */
+static int lockish(const zkr_participant *p) {
+  return p->session_id != 0 &&
+         (p->role == ZKR_ROLE_LOCK || p->role == ZKR_ROLE_READ ||
+          p->role == ZKR_ROLE_WRITE);
+}
+
 static int blocks(const zkr_participant *earlier, const zkr_participant *p) {
   if (p->role == ZKR_ROLE_READ)
     return earlier->role != ZKR_ROLE_READ;
@@ -87,55 +98,117 @@ void zkr__waitfor_free(char **ahead) {
   free(ahead);
 }
 
+/* The most siblings read per parent; a parent with more is not read. */
+#define WF_SIBLINGS 64
+
+struct search {
+  zkr_session *s;
+  int64_t timeout_ms;
+  struct wf g;
+  char ***ahead;
+  int nahead;
+  char first_wait[300];
+};
+
+/* The waits in the queue at @path, where the set's node is @ours (NULL:
+ * none). 0, or an error of zkr_rwlock_participants() (ZKR_ENONODE: no
+ * queue there). */
+static int add_queue(struct search *x, const char *path, const char *ours) {
+  zkr_participant *p = NULL;
+  size_t np = 0;
+  int rc = zkr_rwlock_participants(x->s, path, x->timeout_ms, &p, &np);
+  if (rc != ZKR_OK)
+    return rc;
+  for (size_t a = 0; a < np && rc == 0; a++) {
+    if (p[a].is_holder || !lockish(&p[a]))
+      continue;
+    int w = contender(&x->g, &p[a], ours);
+    for (size_t b = 0; b < a && w >= 0; b++) {
+      if (!lockish(&p[b]) || !blocks(&p[b], &p[a]))
+        continue;
+      int t = contender(&x->g, &p[b], ours);
+      if (t < 0 || (t != w && add_wait(&x->g, w, t) != 0))
+        w = -1;
+      else if (w == 0 && t != 0 &&
+               add_ahead(x->ahead, &x->nahead, path, p[b].node) != 0)
+        w = -1;
+      else if (w == 0 && t != 0 && !x->first_wait[0])
+        snprintf(x->first_wait, sizeof x->first_wait, "%s (behind %s)", path,
+                 p[b].node);
+    }
+    if (w < 0)
+      rc = ZKR_ENOMEM;
+  }
+  zkr_participants_free(p, np);
+  return rc;
+}
+
+/* The queues beside the set's: the other children of the parents of
+ * @paths (a parent read once; not "/"). Unreadable ones are left out. */
+static int add_siblings(struct search *x, char *const *paths, int n) {
+  for (int i = 0; i < n; i++) {
+    const char *slash = strrchr(paths[i], '/');
+    size_t plen = slash ? (size_t)(slash - paths[i]) : 0;
+    int seen = plen == 0;
+    for (int j = 0; j < i && !seen; j++)
+      seen = strncmp(paths[j], paths[i], plen + 1) == 0 &&
+             strchr(paths[j] + plen + 1, '/') == NULL;
+    if (seen)
+      continue;
+    char *parent = zkr__strdup(paths[i]);
+    if (!parent)
+      return ZKR_ENOMEM;
+    parent[plen] = '\0';
+    zkr__result r;
+    memset(&r, 0, sizeof r);
+    int rc = zkr__zk_children(x->s, parent, zkr__deadline(x->timeout_ms), &r);
+    for (int k = 0;
+         rc == ZKR_OK && r.names.count <= WF_SIBLINGS && k < r.names.count;
+         k++) {
+      char *sib = zkr__path_join(parent, r.names.data[k]);
+      if (!sib) {
+        rc = ZKR_ENOMEM;
+        break;
+      }
+      int own = 0;
+      for (int j = 0; j < n && !own; j++)
+        own = strcmp(paths[j], sib) == 0;
+      int e = own ? ZKR_OK : add_queue(x, sib, NULL);
+      free(sib);
+      if (e == ZKR_ENOMEM)
+        rc = e;
+    }
+    zkr__result_clear(&r);
+    free(parent);
+    if (rc == ZKR_ENOMEM)
+      return rc;
+  }
+  return ZKR_OK;
+}
+
 int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
                        int n, int64_t timeout_ms, char *why, size_t whylen,
                        char ***ahead) {
-  struct wf g = {0};
-  int nahead = 0;
+  struct search x = {.s = s, .timeout_ms = timeout_ms, .ahead = ahead};
+  struct wf *g = &x.g;
   *ahead = NULL;
   int rc = 0;
-  char first_wait[300] = "";
-  g.who = malloc(sizeof *g.who);
-  if (!g.who)
+  g->who = malloc(sizeof *g->who);
+  if (!g->who)
     return ZKR_ENOMEM;
-  g.who[0] = 0;
-  g.nwho = 1;
+  g->who[0] = 0;
+  g->nwho = 1;
   for (int i = 0; i < n && rc == 0; i++) {
-    zkr_participant *p = NULL;
-    size_t np = 0;
-    int r = zkr_rwlock_participants(s, paths[i], timeout_ms, &p, &np);
-    if (r == ZKR_ENONODE)
-      continue;
-    if (r != ZKR_OK) {
-      rc = r;
-      break;
-    }
-    for (size_t a = 0; a < np && rc == 0; a++) {
-      if (p[a].is_holder || p[a].session_id == 0)
-        continue;
-      int w = contender(&g, &p[a], nodes[i]);
-      for (size_t b = 0; b < a && w >= 0; b++) {
-        if (p[b].session_id == 0 || !blocks(&p[b], &p[a]))
-          continue;
-        int t = contender(&g, &p[b], nodes[i]);
-        if (t < 0 || (t != w && add_wait(&g, w, t) != 0))
-          w = -1;
-        else if (w == 0 && t != 0 &&
-                 add_ahead(ahead, &nahead, paths[i], p[b].node) != 0)
-          w = -1;
-        else if (w == 0 && t != 0 && !first_wait[0])
-          snprintf(first_wait, sizeof first_wait, "%s (behind %s)", paths[i],
-                   p[b].node);
-      }
-      if (w < 0)
-        rc = ZKR_ENOMEM;
-    }
-    zkr_participants_free(p, np);
+    rc = add_queue(&x, paths[i], nodes[i]);
+    if (rc == ZKR_ENONODE)
+      rc = 0;
   }
+  if (rc == 0)
+    rc = add_siblings(&x, paths, n);
   if (rc == 0) {
     /* is the set reachable from itself? (breadth first) */
-    int *seen = calloc((size_t)g.nwho, sizeof *seen);
-    int *todo = calloc((size_t)g.nwho + 1, sizeof *todo);
+    int *seen = calloc((size_t)g->nwho, sizeof *seen);
+    int *todo = calloc((size_t)g->nwho + 1, sizeof *todo);
     int head = 0, tail = 0;
     if (!seen || !todo)
       rc = ZKR_ENOMEM;
@@ -143,14 +216,14 @@ int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
       todo[tail++] = 0;
     while (rc == 0 && head < tail) {
       int v = todo[head++];
-      for (int k = 0; k < g.nedges && rc == 0; k++) {
-        if (g.from[k] != v)
+      for (int k = 0; k < g->nedges && rc == 0; k++) {
+        if (g->from[k] != v)
           continue;
-        if (g.to[k] == 0)
+        if (g->to[k] == 0)
           rc = 1;
-        else if (!seen[g.to[k]]) {
-          seen[g.to[k]] = 1;
-          todo[tail++] = g.to[k];
+        else if (!seen[g->to[k]]) {
+          seen[g->to[k]] = 1;
+          todo[tail++] = g->to[k];
         }
       }
     }
@@ -163,11 +236,10 @@ int zkr__waitfor_cycle(zkr_session *s, char *const *paths, char *const *nodes,
   }
   if (rc == 1 && why && whylen)
     snprintf(why, whylen,
-             "waits at %s, and a contender it waits for waits "
-             "for it",
-             first_wait);
-  free(g.who);
-  free(g.from);
-  free(g.to);
+             "waits at %s, and a contender it waits for waits for it",
+             x.first_wait);
+  free(g->who);
+  free(g->from);
+  free(g->to);
   return rc;
 }

@@ -4,9 +4,9 @@
 # lock while it queues for the next, so a zkr set made in between can wait
 # for it while it waits for the set. zkr-lock --and --yield-after 2 must
 # find that cycle and yield: first a cycle made on purpose, then 20 rounds
-# of two Curator multi-locks over random sets of two or three of three
-# paths and two zkr-lock loops over all three (a set sees only its own
-# queues: docs/multilock.md). Mutual exclusion holds throughout (every
+# of two Curator multi-locks and two zkr-lock loops over random sets of
+# two or three of three paths (a cycle can run through a path a set does
+# not take: its search reads its paths' siblings too). Mutual exclusion holds throughout (every
 # holder creates a mark file per lock exclusively), every round completes,
 # and no wait lasts longer than the threshold plus 15 s. The Curator side
 # is test/CuratorMultiLock.java, compiled here. Runs under test/with-zk.

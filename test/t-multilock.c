@@ -526,6 +526,78 @@ static void test_yield(void) {
   zkr_session_close(sc);
 }
 
+/* A cycle through a lock neither set takes: set 1 {q1, q3} waits at q1
+ * for C, which holds q1 and waits at q2 for set 2 {q2, q3}, which waits at
+ * q3 for set 1. Each set finds it by reading its paths' siblings. */
+static void test_yield_sibling(void) {
+  char q[3][300];
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "sib/q%d", i + 1);
+    snprintf(q[i], sizeof q[i], "%s", zkt_path(name));
+  }
+  zkr_session *sc = zkt_connect(hosts, 10000), *s1 = zkt_connect(hosts, 10000),
+              *s2 = zkt_connect(hosts, 10000);
+  zkr_mutex *c1 = NULL, *c2 = NULL;
+  zkr_mutex_new(&c1, sc, q[0], NULL);
+  zkr_mutex_new(&c2, sc, q[1], NULL);
+  zkr_multilock_options o = {0};
+  o.yield_after_ms = 300;
+  zkr_multilock_member m1[2] = {{q[0], ZKR_MULTILOCK_MUTEX},
+                                {q[2], ZKR_MULTILOCK_MUTEX}};
+  zkr_multilock_member m2[2] = {{q[1], ZKR_MULTILOCK_MUTEX},
+                                {q[2], ZKR_MULTILOCK_MUTEX}};
+  zkr_multilock *z1 = NULL, *z2 = NULL;
+  zkr_multilock_new(&z1, s1, m1, 2, &o);
+  zkr_multilock_new(&z2, s2, m2, 2, &o);
+  is(zkr_mutex_acquire(c1, 5000), ZKR_OK, "C holds q1");
+  struct acq a1 = {z1, 30000, -1}, a2 = {z2, 30000, -1};
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, acquire_thread, &a1);
+  ok(zkt_children_become(admin, q[2], 1, 5000), "set 1 first at q3");
+  pthread_create(&t2, NULL, acquire_thread, &a2);
+  ok(zkt_children_become(admin, q[2], 2, 5000) &&
+         zkt_children_become(admin, q[1], 1, 5000),
+     "set 2 first at q2, behind set 1 at q3");
+  struct macq cq = {c2, 30000, -1};
+  pthread_t tc;
+  pthread_create(&tc, NULL, mutex_thread, &cq);
+  ok(zkt_children_become(admin, q[1], 2, 5000),
+     "C queues at q2 behind set 2: a cycle through q1, q2, q3");
+  int64_t t0 = zkr__now_ms();
+  zkr_multilock *first = NULL;
+  while (!first && zkr__now_ms() - t0 < 15000) {
+    if (zkr_multilock_state_get(z1) == ZKR_LOCK_HELD)
+      first = z1;
+    else if (zkr_multilock_state_get(z2) == ZKR_LOCK_HELD)
+      first = z2;
+    else
+      usleep(20 * 1000);
+  }
+  ok(first != NULL,
+     "a set yielded: set %d holds %lld ms after the cycle "
+     "formed",
+     first == z1 ? 1 : 2, (long long)(zkr__now_ms() - t0));
+  /* then everyone in turn */
+  if (first)
+    zkr_multilock_release(first);
+  pthread_join(tc, NULL);
+  is(cq.rc, ZKR_OK, "C gets q2");
+  zkr_mutex_release(c2);
+  zkr_mutex_release(c1);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  ok(a1.rc == ZKR_OK && a2.rc == ZKR_OK, "both sets held (%s, %s)",
+     zkr_strerror(a1.rc), zkr_strerror(a2.rc));
+  zkr_multilock_free(z1);
+  zkr_multilock_free(z2);
+  zkr_mutex_free(c1);
+  zkr_mutex_free(c2);
+  zkr_session_close(sc);
+  zkr_session_close(s1);
+  zkr_session_close(s2);
+}
+
 int main(void) {
   tap_init(180);
   hosts = zkt_start(1);
@@ -539,6 +611,7 @@ int main(void) {
   test_control();
   test_edeadlk();
   test_yield();
+  test_yield_sibling();
   test_dispatch();
   zkr_session_close(admin);
   return tap_done();

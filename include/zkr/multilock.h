@@ -107,14 +107,15 @@ typedef struct zkr_multilock_options {
  *             looks for a wait-for cycle through the set among its queues:
  *             a client that holds one lock while queueing for another
  *             (Apache Curator's InterProcessMultiLock) can wait for the set
- *             while the set waits for it. Found (the contenders placed by
- *             their nodes' ZooKeeper sessions), the set yields: every node
- *             is deleted and the set is made again behind them, within the
- *             same deadline. Not found, it looks again every
- *             min(yield_after_ms, 2 s). 0: 30000 (30 s); negative: never.
- *             zkr sets never wait for each other in a cycle; a set is never
- *             made to yield by one slow holder alone.
- *   reserved_ Must be all zero.
+ *             while the set waits for it. The search reads the set's
+ *             queues and their siblings (the other children of their
+ *             parents, up to 64 each), placing contenders by their nodes'
+ *             ZooKeeper sessions. Found, the set yields: every node is
+ *             deleted, and once the nodes it waited behind are gone the
+ *             set is made again, within the same deadline. Not found, it looks
+ * again every min(yield_after_ms, 2 s). 0: 30000 (30 s); negative: never. zkr
+ * sets never wait for each other in a cycle; a set is never made to yield by
+ * one slow holder alone. reserved_ Must be all zero.
  *
  * Returns:
  *   ZKR_OK        *@out holds the new multi-lock, ZKR_LOCK_UNLOCKED.
