@@ -12,7 +12,8 @@
 # the eviction without the credentials (exit 69). --and takes several
 # locks as one set: all held while the command runs (single-lock users of
 # each excluded), sets in opposite orders never deadlock, --read applies
-# to every path; --and with --permits, or a path twice, is exit 64. Runs
+# to every path; --and with --permits, or a path twice, is exit 64, and
+# so is --yield-after without --and or with a bad number. Runs
 # under test/with-zk.
 set -u
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
@@ -21,7 +22,7 @@ zl="$builddir/tools/zkr-lock"
 zkt_start
 export ZKR_SERVERS=$hosts
 root="/zkr-test/t-zkr-lock-control-$$"
-echo "1..47"
+echo "1..50"
 
 usage_says() { # usage_says DESCRIPTION PATTERN ARGS...: exit 64, PATTERN in the message
   local d=$1 pat=$2; shift 2
@@ -157,6 +158,9 @@ ok $? "the holder's command terminated, exit 75 (got $st)"
 # --- --and: several locks as one set ---
 usage_says "--and with --permits" "--and (several locks as one set) and --permits" --and "$root/b" --permits 2 "$root/a" -- true
 usage_says "--and naming PATH again" "a path named twice" --and "$root/a" "$root/a" -- true
+usage_says "--yield-after without --and" "--yield-after goes with --and" --yield-after 2 "$root/a" -- true
+usage_says "--yield-after x" "invalid --yield-after 'x'" --yield-after x --and "$root/b" "$root/a" -- true
+usage_says "--yield-after 1e3" "invalid --yield-after '1e3'" --yield-after 1e3 --and "$root/b" "$root/a" -- true
 "$zl" --and "$root/and/b" --and "$root/and/c" "$root/and/a" -- sh -c "echo \$ZKR_FENCING_TOKEN >'$tmp/and.tok'; echo held >'$tmp/and.held'; sleep 2" &
 h=$!; pids+=($h)
 wait_for 20 test -s "$tmp/and.held"
