@@ -449,8 +449,8 @@ static void test_yield(void) {
   zkr_mutex_new(&cb, sc, zkt_path("yb"), NULL);
   zkr_multilock_member m[2] = {{zkt_path("ya"), ZKR_MULTILOCK_MUTEX},
                                {zkt_path("yb"), ZKR_MULTILOCK_MUTEX}};
-  for (int round = 0; round < 2; round++) {
-    int never = round == 1;
+  for (int round = 0; round < 3; round++) {
+    int never = round == 1, cancel = round == 2;
     zkr_multilock_options o = {0};
     o.yield_after_ms = never ? -1 : 500;
     zkr_multilock *ml = NULL;
@@ -482,11 +482,20 @@ static void test_yield(void) {
       is(sx_.rc, ZKR_ETIMEDOUT, "yield_after_ms < 0: the set timed out");
     } else {
       ok(zkr_multilock_state_get(ml) == ZKR_LOCK_ACQUIRING,
-         "the set still waits (queued again, behind C)");
+         "the set still waits");
+      ok(zkt_children_become(admin, zkt_path("ya"), 1, 5000) &&
+             zkt_children_become(admin, zkt_path("yb"), 1, 5000),
+         "with no node while C, which it yielded to, holds ya (it lets C "
+         "go by before it queues again)");
+    }
+    if (cancel) {
+      is(zkr_multilock_cancel(ml), ZKR_OK, "cancelled while it lets C go by");
+      pthread_join(ts, NULL);
+      is(sx_.rc, ZKR_ECANCELED, "ZKR_ECANCELED at once, nothing made");
     }
     zkr_mutex_release(cb);
     zkr_mutex_release(ca);
-    if (!never) {
+    if (!never && !cancel) {
       pthread_join(ts, NULL);
       is(sx_.rc, ZKR_OK,
          "and holds once C lets go (%lld ms after the cycle "
