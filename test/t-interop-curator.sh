@@ -18,21 +18,9 @@
 set -u
 TESTLIB_NEEDS="worker kazoo javac"
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
-jdir=${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}
 src=$here/CuratorLock.java
 [ -f "$src" ] || skip_all "$src is missing"
-jars=(curator-recipes curator-framework curator-client zookeeper zookeeper-jute
-	guava slf4j-api)
-cp=
-for j in "${jars[@]}"; do
-	[ -f "$jdir/$j.jar" ] || skip_all "$jdir/$j.jar missing (apt-get install" \
-		"libcurator-recipes-java libcurator-framework-java" \
-		"libcurator-client-java libzookeeper-java)"
-	cp=$cp${cp:+:}$jdir/$j.jar
-done
-# quiet Curator and ZooKeeper: the no-op slf4j binding, else slf4j's own
-# default (no binding: a 3-line warning, then nothing)
-if [ -f "$jdir/slf4j-nop.jar" ]; then cp=$cp:$jdir/slf4j-nop.jar; fi
+curator_classpath
 d=$ZKR_SANDBOX_DIR/interop
 mkdir -p "$d" || exit 99
 

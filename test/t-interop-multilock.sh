@@ -15,14 +15,7 @@ TESTLIB_NEEDS="javac"
 . "${abs_top_srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 zl="$builddir/tools/zkr-lock"
 [ -x "$zl" ] || skip "tools/zkr-lock not built"
-jdir=${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java}
-cp=
-for j in curator-recipes curator-framework curator-client zookeeper \
-	zookeeper-jute guava slf4j-api; do
-	[ -f "$jdir/$j.jar" ] || skip "$jdir/$j.jar missing"
-	cp=$cp${cp:+:}$jdir/$j.jar
-done
-if [ -f "$jdir/slf4j-nop.jar" ]; then cp=$cp:$jdir/slf4j-nop.jar; fi
+curator_classpath
 zkt_start
 root="/zkr-test/t-interop-multilock-$$"
 yield=2

@@ -66,6 +66,22 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 # zkt_start [--servers N]: start the sandbox, set $hosts
+# curator_classpath: $cp set to Debian's Curator jars and what they need
+# (libcurator-recipes-java and friends, in $ZKR_SANDBOX_JAVA_DIR or
+# /usr/share/java), with the no-op slf4j binding when there is one (else
+# slf4j's 3-line warning); the test is skipped when a jar is missing.
+curator_classpath() {
+  local jdir=${ZKR_SANDBOX_JAVA_DIR:-/usr/share/java} j
+  cp=
+  for j in curator-recipes curator-framework curator-client zookeeper \
+    zookeeper-jute guava slf4j-api; do
+    [ -f "$jdir/$j.jar" ] || skip "$jdir/$j.jar missing (apt-get install" \
+      "libcurator-recipes-java libcurator-framework-java" \
+      "libcurator-client-java libzookeeper-java)"
+    cp=$cp${cp:+:}$jdir/$j.jar
+  done
+  if [ -f "$jdir/slf4j-nop.jar" ]; then cp=$cp:$jdir/slf4j-nop.jar; fi
+}
 zkt_start() {
   hosts=$(sb start "$@") || { echo "Bail out! sandbox did not start"; exit 1; }
 }
