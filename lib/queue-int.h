@@ -4,8 +4,10 @@
  * hook, the deadline and the API), queue-steps.c (the requests of an
  * acquisition and of a held node: create, adoption, listing, the hold
  * decision, the watches, pauses and losses), queue-attr.c (the settings
- * and read-only views) and queue-stats.c (the monitoring). Nothing outside
- * the engine includes it; recipes use queue.h.
+ * and read-only views), queue-stats.c (the monitoring) and
+ * queue-control.c (the maximum hold, and the reads of a hold's end and of
+ * revocation requests). Nothing outside the engine includes it; recipes
+ * use queue.h.
  *
  * Every function here is called under q->mu unless its comment in the
  * defining file says otherwise.
@@ -173,6 +175,9 @@ void zkr__q_unlock(zkr__queue *q);
 /* ---- contexts and callbacks (queue.c) ---- */
 struct qctx *zkr__q_ctx_new(zkr__queue *q);
 void zkr__q_ctx_forget(zkr__queue *q, struct qctx *c);
+/* A timer's context is spent: free it and drop its reference (not under
+ * mu). */
+void zkr__q_ctx_done(struct qctx *c);
 int zkr__q_callback_enter(struct qctx *c, qphase phase);
 void zkr__q_callback_exit(struct qctx *c);
 
@@ -228,6 +233,8 @@ void zkr__q_resume(zkr__queue *q);
 void zkr__q_restart(zkr__queue *q);
 /* @cause: a zkr_lost_cause */
 void zkr__q_lose(zkr__queue *q, int cause);
+/* queue-control.c: under mu, just held: time the maximum hold (if any). */
+void zkr__q_arm_max_hold(zkr__queue *q);
 void zkr__q_cancel_timer(zkr__queue *q);
 /* Post revoke_fn as a user callback (queue.c). */
 void zkr__q_post_revoke(zkr__queue *q);

@@ -3,8 +3,8 @@
  * whom to wait on. Every recipe is a policy over it (queue.h). This file
  * holds the object, its callbacks, the session hook, the deadline and the
  * API; queue-steps.c the requests of an acquisition, queue-attr.c the
- * settings and read-only views, queue-stats.c the monitoring (queue-int.h
- * joins them).
+ * settings and read-only views, queue-stats.c the monitoring,
+ * queue-control.c the maximum hold (queue-int.h joins them).
  *
  * Owns: one contender's node and its one watch, from the create to the
  * delete; the hold decision; the deadline; the contender's state and the
@@ -188,6 +188,10 @@ static void ctx_done(struct qctx *c) {
   zkr__queue *q = c->q;
   free(c);
   q_unref(q);
+}
+
+void zkr__q_ctx_done(struct qctx *c) {
+  ctx_done(c);
 }
 
 /* Start of every request and watch callback: marks the thread as a
@@ -466,37 +470,6 @@ static void abandon(zkr__queue *q) {
   q->create_unknown = 0;
 }
 
-static void max_hold_fired(void *arg);
-
-/* Under mu: the hold reached its maximum: delete our node (in the
- * background, once connected if need be) and lose it. */
-static void give_up(zkr__queue *q) {
-  if (q->node_path)
-    zkr__session_bg_delete(q->s, q->node_path, q->gen);
-  zkr__q_lose(q, ZKR_LOST_MAX_HOLD);
-}
-
-/* Under mu, just held: with a maximum hold, its timer (in the deadline's
- * slot, free from now on). Without memory for it the hold is given up at
- * once: a maximum that cannot be enforced is not promised. */
-static void arm_max_hold(zkr__queue *q) {
-  if (q->max_hold_ms <= 0)
-    return;
-  struct qctx *c = zkr__q_ctx_new(q);
-  q->timer_ctx = c;
-  if (!c || zkr__timer_add(q->s, zkr__deadline(q->max_hold_ms), max_hold_fired,
-                           c, &q->timer_id) != ZKR_OK) {
-    q->timer_ctx = NULL;
-    q->timer_id = 0;
-    zkr__q_ctx_forget(q, c);
-    zkr__log(ZKR_LOG_ERROR,
-             "out of memory: the maximum hold of a node of %s "
-             "cannot be timed; given up now",
-             q->parent);
-    give_up(q);
-  }
-}
-
 /* Under mu: the attempt ends with @rc. */
 void zkr__q_finish(zkr__queue *q, int rc) {
   zkr__q_wait_end(q, rc);
@@ -513,7 +486,7 @@ void zkr__q_finish(zkr__queue *q, int rc) {
     q->phase = Q_HELD;
     zkr__q_set_lstate(q, ZKR__Q_HELD);
     zkr__q_arm_held_watch(q);
-    arm_max_hold(q);
+    zkr__q_arm_max_hold(q);
   } else {
     abandon(q);
     q->phase = Q_IDLE;
@@ -600,20 +573,6 @@ static void deadline_fired(void *arg) {
   }
   if (c->acq == q->acq && acquiring(q))
     zkr__q_finish(q, ZKR_ETIMEDOUT);
-  q_unlock(q);
-  ctx_done(c);
-}
-
-static void max_hold_fired(void *arg) {
-  struct qctx *c = arg;
-  zkr__queue *q = c->q;
-  zkr__q_lock_checked(q);
-  if (c == q->timer_ctx) {
-    q->timer_id = 0;
-    q->timer_ctx = NULL;
-    if (c->acq == q->acq && c->attempt == q->attempt && q->phase == Q_HELD)
-      give_up(q);
-  }
   q_unlock(q);
   ctx_done(c);
 }
@@ -889,36 +848,6 @@ void zkr__queue_retell_revoke(zkr__queue *q) {
   if (q->revoke_fn && q->phase == Q_HELD && q->czxid != 0 &&
       q->revoke_czxid == q->czxid)
     zkr__q_post_revoke(q);
-  q_unlock(q);
-}
-
-void zkr__queue_give_up(zkr__queue *q, int64_t czxid) {
-  zkr__q_lock_checked(q);
-  if (q->phase == Q_HELD && q->czxid == czxid)
-    give_up(q);
-  q_unlock(q);
-}
-
-int64_t zkr__queue_revoke_time(zkr__queue *q, int64_t czxid) {
-  pthread_mutex_lock(&q->mu);
-  int64_t t = czxid != 0 && q->revoke_czxid == czxid ? q->revoke_mtime : 0;
-  pthread_mutex_unlock(&q->mu);
-  return t;
-}
-
-zkr_lost_cause zkr__queue_lost_cause(zkr__queue *q, int64_t czxid) {
-  zkr__q_lock_checked(q);
-  zkr_lost_cause c = ZKR_LOST_NONE;
-  if (czxid != 0 && q->lost_czxid == czxid)
-    c = (zkr_lost_cause)q->lost_cause;
-  q_unlock(q);
-  return c;
-}
-
-void zkr__queue_mark_lost(zkr__queue *q, int64_t czxid) {
-  pthread_mutex_lock(&q->mu);
-  if (q->phase == Q_HELD && q->czxid == czxid)
-    zkr__q_lose(q, ZKR_LOST_DELETED);
   q_unlock(q);
 }
 

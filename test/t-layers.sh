@@ -20,7 +20,7 @@ if [ -z "$objs" ]; then
 else
   # shellcheck disable=SC2086
   out=$("$py" "$srcdir/scripts/check-layers" \
-    --allow "queue queue-attr queue-stats queue-steps" $objs 2>&1)
+    --allow "queue queue-attr queue-stats queue-steps queue-control" $objs 2>&1)
   st=$?
   echo "$out" | sed 's/^/# /'
   if [ $st -eq 0 ]; then
